@@ -1,0 +1,54 @@
+// A fixed-size pool of threads (Eigen's work-stealing pool underneath).
+#ifndef DISTFLOW_BASE_THREAD_POOL_H_
+#define DISTFLOW_BASE_THREAD_POOL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace Eigen {
+class ThreadPoolInterface;
+class ThreadPoolDevice;
+}  // namespace Eigen
+
+namespace distflow {
+
+class ThreadPool {
+ public:
+  // Starts `num_threads` threads (at least one). `name` appears in error messages only.
+  ThreadPool(std::string name, int num_threads);
+  // Waits for every scheduled closure to finish, then joins the threads.
+  ~ThreadPool();
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Runs `fn` on some thread of the pool, later. Thread-safe.
+  void Schedule(std::function<void()> fn);
+
+  // Calls fn(begin, end) on disjoint ranges covering [0, n), on the pool and the calling thread,
+  // and returns when all calls have returned. `cost_per_unit` is the rough number of cycles one
+  // unit costs; small totals run inline on the caller. Must not be called from a closure running
+  // on this same pool (that could wait on work queued behind itself).
+  void ParallelFor(int64_t n, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+  int NumThreads() const;
+  const std::string& name() const { return name_; }
+
+  // For Eigen tensor expressions that evaluate on this pool.
+  const Eigen::ThreadPoolDevice& eigen_device() const { return *device_; }
+
+  // The number of hardware threads of this machine (at least 1).
+  static int HardwareThreads();
+
+ private:
+  std::string name_;
+  std::unique_ptr<Eigen::ThreadPoolInterface> pool_;
+  std::unique_ptr<Eigen::ThreadPoolDevice> device_;
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_BASE_THREAD_POOL_H_

@@ -1,0 +1,248 @@
+#include "distflow/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_format.h"
+#include "base/logging.h"
+#include "core/type_dispatch.h"
+
+namespace distflow {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+// Bytes one element occupies in a buffer.
+size_t ElementSize(DataType dtype) {
+  switch (dtype) {
+    case DataType::kString: return sizeof(std::string);
+    case DataType::kResource: return sizeof(ResourceHandle);
+    default: return DataTypeSize(dtype);
+  }
+}
+
+// A 64-byte-aligned heap buffer. For object element types (string, resource) it constructs the
+// elements and destroys them with the buffer.
+class AlignedBuffer : public TensorBuffer {
+ public:
+  AlignedBuffer(DataType dtype, int64_t num_elements, bool zero)
+      : dtype_(dtype), num_elements_(num_elements), size_(ElementSize(dtype) * num_elements) {
+    const size_t rounded = (size_ + kAlignment - 1) / kAlignment * kAlignment;
+    data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    if (data_ == nullptr) throw std::bad_alloc();
+    if (dtype_ == DataType::kString) {
+      auto* p = static_cast<std::string*>(data_);
+      for (int64_t i = 0; i < num_elements_; ++i) new (p + i) std::string();
+    } else if (dtype_ == DataType::kResource) {
+      auto* p = static_cast<ResourceHandle*>(data_);
+      for (int64_t i = 0; i < num_elements_; ++i) new (p + i) ResourceHandle();
+    } else if (zero) {
+      std::memset(data_, 0, size_);
+    }
+  }
+  ~AlignedBuffer() override {
+    if (dtype_ == DataType::kString) {
+      auto* p = static_cast<std::string*>(data_);
+      for (int64_t i = 0; i < num_elements_; ++i) p[i].~basic_string();
+    } else if (dtype_ == DataType::kResource) {
+      auto* p = static_cast<ResourceHandle*>(data_);
+      for (int64_t i = 0; i < num_elements_; ++i) p[i].~ResourceHandle();
+    }
+    std::free(data_);
+  }
+  void* data() const override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  DataType dtype_;
+  int64_t num_elements_;
+  size_t size_;
+  void* data_;
+};
+
+void AppendElement(std::string* out, float v) { absl::StrAppend(out, v); }
+void AppendElement(std::string* out, double v) { absl::StrAppend(out, v); }
+void AppendElement(std::string* out, int32_t v) { absl::StrAppend(out, v); }
+void AppendElement(std::string* out, int64_t v) { absl::StrAppend(out, v); }
+void AppendElement(std::string* out, uint8_t v) { absl::StrAppend(out, static_cast<int>(v)); }
+void AppendElement(std::string* out, bool v) { out->append(v ? "true" : "false"); }
+void AppendElement(std::string* out, const std::string& v) {
+  absl::StrAppend(out, "\"", absl::CHexEscape(v), "\"");
+}
+void AppendElement(std::string* out, const ResourceHandle& v) {
+  absl::StrAppend(out, "<", DataTypeName(v.dtype), " resource ", v.container.empty() ? "" : "/",
+                  v.container, v.name, " on ", v.device, ">");
+}
+
+// Writes the values in numpy's layout, recursing over dimensions.
+template <typename T>
+class ValuePrinter {
+ public:
+  ValuePrinter(const Tensor& t, bool summarize, int64_t edge_items)
+      : data_(t.data<T>()), shape_(t.shape()), summarize_(summarize), edge_items_(edge_items) {
+    strides_.assign(shape_.dims(), 1);
+    for (int d = shape_.dims() - 2; d >= 0; --d) {
+      strides_[d] = strides_[d + 1] * shape_.dim_size(d + 1);
+    }
+  }
+
+  void Print(int dim, int64_t offset, std::string* out) const {
+    if (dim == shape_.dims()) {
+      AppendElement(out, data_[offset]);
+      return;
+    }
+    const int64_t n = shape_.dim_size(dim);
+    const int rank = shape_.dims();
+    std::string separator = " ";
+    if (dim < rank - 1) {
+      separator = std::string(rank - dim - 1, '\n') + std::string(dim + 1, ' ');
+    }
+    out->push_back('[');
+    for (int64_t i = 0; i < n; ++i) {
+      if (summarize_ && n > 2 * edge_items_ && i == edge_items_) {
+        absl::StrAppend(out, "...", separator);
+        i = n - edge_items_;
+      }
+      Print(dim + 1, offset + i * strides_[dim], out);
+      if (i + 1 < n) out->append(separator);
+    }
+    out->push_back(']');
+  }
+
+ private:
+  const T* data_;
+  const TensorShape& shape_;
+  bool summarize_;
+  int64_t edge_items_;
+  std::vector<int64_t> strides_;
+};
+
+}  // namespace
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape)
+    : dtype_(dtype),
+      shape_(shape),
+      buffer_(std::make_shared<AlignedBuffer>(dtype, shape.num_elements(), /*zero=*/true)) {
+  DF_CHECK(DataTypeIsValid(dtype)) << "Tensor of invalid dtype " << static_cast<int>(dtype);
+}
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer,
+               size_t offset)
+    : dtype_(dtype), shape_(shape), buffer_(std::move(buffer)), offset_(offset) {
+  DF_CHECK(DataTypeIsValid(dtype)) << "Tensor of invalid dtype " << static_cast<int>(dtype);
+  DF_CHECK(buffer_ != nullptr);
+  DF_CHECK(offset_ + TotalBytes() <= buffer_->size())
+      << "buffer of " << buffer_->size() << " bytes is too small for " << TypeString()
+      << " at offset " << offset_;
+}
+
+Tensor Tensor::Uninitialized(DataType dtype, const TensorShape& shape) {
+  DF_CHECK(DataTypeIsValid(dtype)) << "Tensor of invalid dtype " << static_cast<int>(dtype);
+  return Tensor(dtype, shape,
+                std::make_shared<AlignedBuffer>(dtype, shape.num_elements(), /*zero=*/false));
+}
+
+size_t Tensor::TotalBytes() const { return ElementSize(dtype_) * shape_.num_elements(); }
+
+void* Tensor::raw_data() const {
+  if (buffer_ == nullptr) return nullptr;
+  return static_cast<char*>(buffer_->data()) + offset_;
+}
+
+void Tensor::CheckType(DataType requested) const {
+  if (requested != dtype_) {
+    Abort(absl::StrCat("Tensor of type ", DataTypeName(dtype_), " accessed as ",
+                       DataTypeName(requested)));
+  }
+}
+
+void Tensor::Abort(const std::string& message) {
+  DF_LOG(Fatal) << message;
+  std::abort();  // not reached: a fatal log aborts
+}
+
+Tensor Tensor::Slice(int64_t begin, int64_t end) const {
+  DF_CHECK(dims() >= 1) << "Slice of a scalar";
+  DF_CHECK(0 <= begin && begin <= end && end <= dim_size(0))
+      << "Slice [" << begin << ", " << end << ") of " << TypeString();
+  TensorShape shape;
+  shape.AddDim(end - begin);
+  for (int d = 1; d < dims(); ++d) shape.AddDim(dim_size(d));
+  const int64_t row_elements = dim_size(0) == 0 ? 0 : NumElements() / dim_size(0);
+  Tensor result = *this;
+  result.shape_ = shape;
+  result.offset_ = offset_ + begin * row_elements * ElementSize(dtype_);
+  return result;
+}
+
+absl::StatusOr<Tensor> Tensor::Reshape(const TensorShape& shape) const {
+  if (shape.num_elements() != NumElements()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", TypeString(), " (",
+                                                   NumElements(), " elements) to ",
+                                                   shape.DebugString(), " (",
+                                                   shape.num_elements(), " elements)"));
+  }
+  Tensor result = *this;
+  result.shape_ = shape;
+  return result;
+}
+
+Tensor Tensor::Copy() const {
+  if (!IsInitialized()) return Tensor();
+  Tensor copy = Uninitialized(dtype_, shape_);
+  if (dtype_ == DataType::kString || dtype_ == DataType::kResource) {
+    absl::Status s = VisitDataType(dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* from = data<T>();
+      T* to = copy.data<T>();
+      for (int64_t i = 0; i < NumElements(); ++i) to[i] = from[i];
+      return absl::OkStatus();
+    });
+    (void)s;
+  } else if (TotalBytes() > 0) {
+    std::memcpy(copy.raw_data(), raw_data(), TotalBytes());
+  }
+  return copy;
+}
+
+std::string Tensor::TypeString() const {
+  return absl::StrCat(DataTypeName(dtype_), shape_.DebugString());
+}
+
+std::string Tensor::DebugString(int64_t summarize_above, int64_t edge_items) const {
+  if (!IsInitialized()) return "<uninitialized tensor>";
+  std::string out;
+  const bool summarize = NumElements() > summarize_above;
+  absl::Status s = VisitDataType(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ValuePrinter<T>(*this, summarize, edge_items).Print(0, 0, &out);
+    return absl::OkStatus();
+  });
+  (void)s;
+  return out;
+}
+
+bool Tensor::Equals(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (!IsInitialized()) return true;
+  bool equal = true;
+  absl::Status s = VisitDataType(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* a = data<T>();
+    const T* b = other.data<T>();
+    for (int64_t i = 0; i < NumElements() && equal; ++i) equal = a[i] == b[i];
+    return absl::OkStatus();
+  });
+  (void)s;
+  return equal;
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& tensor) {
+  return os << tensor.DebugString();
+}
+
+}  // namespace distflow
