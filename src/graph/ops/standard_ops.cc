@@ -1,0 +1,13 @@
+#include "graph/op_registry.h"
+#include "graph/ops/op_families.h"
+
+namespace distflow {
+
+void RegisterStandardOps(OpRegistry* registry) {
+  RegisterArrayOps(registry);
+  RegisterControlOps(registry);
+  RegisterMathOps(registry);
+  RegisterStateOps(registry);
+}
+
+}  // namespace distflow
