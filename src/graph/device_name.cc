@@ -22,7 +22,8 @@ bool ParseIndex(absl::string_view s, int* out) {
   return absl::SimpleAtoi(s, out) && *out >= 0;
 }
 
-bool ValidJobName(absl::string_view s) {
+// A job name or device type: a letter, then letters, digits or '_'.
+bool ValidName(absl::string_view s) {
   if (s.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
@@ -41,7 +42,7 @@ absl::StatusOr<DeviceName> DeviceName::Parse(absl::string_view name) {
     std::vector<absl::string_view> kv = absl::StrSplit(part, ':');
     const std::string key = absl::AsciiStrToLower(kv[0]);
     if (key == "job" && kv.size() == 2) {
-      if (!ValidJobName(kv[1])) return BadName(name, absl::StrCat("bad job name '", kv[1], "'"));
+      if (!ValidName(kv[1])) return BadName(name, absl::StrCat("bad job name '", kv[1], "'"));
       d.job = std::string(kv[1]);
     } else if ((key == "replica" || key == "task") && kv.size() == 2) {
       int v;
@@ -50,6 +51,9 @@ absl::StatusOr<DeviceName> DeviceName::Parse(absl::string_view name) {
       }
       (key == "replica" ? d.replica : d.task) = v;
     } else if (key == "device" && kv.size() == 3) {
+      if (!ValidName(kv[1])) {
+        return BadName(name, absl::StrCat("bad device type '", kv[1], "'"));
+      }
       d.type = absl::AsciiStrToUpper(kv[1]);
       if (kv[2] != "*") {
         int v;

@@ -1,7 +1,8 @@
 #include "graph/graph_def_io.h"
 
 #include <algorithm>
-#include <deque>
+#include <functional>
+#include <queue>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -90,18 +91,20 @@ absl::Status ImportGraphDef(const proto::GraphDef& def, Graph* graph) {
       consumers[it->second].push_back(i);
     }
   }
-  std::deque<int> ready;
+  // The ready node listed first goes next, so a GraphDef already in topological order (such as
+  // one from Graph::ToGraphDef) is added in its own order and round-trips unchanged.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (int i = 0; i < n; ++i) {
-    if (remaining_inputs[i] == 0) ready.push_back(i);
+    if (remaining_inputs[i] == 0) ready.push(i);
   }
   int added = 0;
   while (!ready.empty()) {
-    const int i = ready.front();
-    ready.pop_front();
+    const int i = ready.top();
+    ready.pop();
     DF_RETURN_IF_ERROR(graph->AddNode(def.node(i)).status());
     ++added;
     for (int c : consumers[i]) {
-      if (--remaining_inputs[c] == 0) ready.push_back(c);
+      if (--remaining_inputs[c] == 0) ready.push(c);
     }
   }
   if (added < n) {

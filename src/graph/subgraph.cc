@@ -74,10 +74,15 @@ absl::StatusOr<std::unique_ptr<Graph>> BuildCallGraph(const Graph& graph,
     for (Node* c : n->control_inputs()) stack.push_back(c);
   }
 
-  // Names for the inserted nodes that no node of the graph uses.
-  auto fresh_name = [&graph](const std::string& base) {
+  // Names for the inserted nodes that no node of the graph, nor another inserted node, uses
+  // ("a/b:0" and "a_b:0" both flatten to "a_b_0").
+  absl::flat_hash_set<std::string> inserted;
+  auto fresh_name = [&graph, &inserted](const std::string& base) {
     std::string name = base;
-    for (int k = 1; graph.FindNode(name) != nullptr; ++k) name = absl::StrCat(base, "_", k);
+    for (int k = 1; graph.FindNode(name) != nullptr || inserted.contains(name); ++k) {
+      name = absl::StrCat(base, "_", k);
+    }
+    inserted.insert(name);
     return name;
   };
   auto endpoint_tag = [](const Endpoint& e) {

@@ -1,0 +1,12 @@
+#include "kernels/kernel_families.h"
+
+namespace distflow {
+
+void RegisterStandardKernels(KernelRegistry* registry) {
+  RegisterArrayKernels(registry);
+  RegisterControlKernels(registry);
+  RegisterMathKernels(registry);
+  RegisterStateKernels(registry);
+}
+
+}  // namespace distflow

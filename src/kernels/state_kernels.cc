@@ -1,0 +1,153 @@
+// Variable kernels: handle, read, assign, assign-add/sub, is-initialized.
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "core/type_dispatch.h"
+#include "kernels/kernel_families.h"
+#include "kernels/variable.h"
+
+namespace distflow {
+
+Tensor* Var::mutable_value() {
+  if (value_.buffer().use_count() > 1) value_ = value_.Copy();
+  return &value_;
+}
+
+std::string Var::DebugString() const {
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("a ", DataTypeName(dtype_), " variable",
+                      initialized_ ? absl::StrCat(" of shape ", value_.shape().DebugString())
+                                   : " (uninitialized)");
+}
+
+namespace {
+
+class VarHandleOp : public OpKernel {
+ public:
+  explicit VarHandleOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    std::string container, shared_name;
+    DataType dtype;
+    ctx->SetStatus(ctx->GetAttr("container", &container));
+    ctx->SetStatus(ctx->GetAttr("shared_name", &shared_name));
+    ctx->SetStatus(ctx->GetAttr("dtype", &dtype));
+    handle_ = Tensor::Scalar(ResourceHandle{ctx->device()->name(), container,
+                                            shared_name.empty() ? name() : shared_name, dtype});
+  }
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, handle_); }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor handle_;
+};
+
+absl::Status UninitializedError(const std::string& name) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "variable '", name, "' is not initialized: run the global variables initializer "
+      "(ops::GlobalVariablesInitializer) or restore a checkpoint before reading it"));
+}
+
+// The variable a handle input names, created on first use when `create` is set.
+absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx, const Tensor& handle_t,
+                                                 bool create) {
+  const ResourceHandle& h = handle_t.scalar<ResourceHandle>();
+  if (h.device != ctx->device()->name()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", h.name, "' lives on ", h.device, ", not on this device (",
+                     ctx->device()->name(), "); ops that use a variable must be colocated "
+                     "with it"));
+  }
+  ResourceMgr* rm = ctx->resource_manager();
+  if (create) {
+    return rm->LookupOrCreate<Var>(h.container, h.name,
+                                   [&] { return std::make_shared<Var>(h.dtype); });
+  }
+  auto var = rm->Lookup<Var>(h.container, h.name);
+  if (absl::IsNotFound(var.status())) return UninitializedError(h.name);
+  return var;
+}
+
+class ReadVariableOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto var = GetVariable(ctx, ctx->input(0), /*create=*/false);
+    DF_OP_REQUIRES_OK(ctx, var.status());
+    absl::MutexLock lock((*var)->mu());
+    DF_OP_REQUIRES(ctx, (*var)->is_initialized(),
+                   UninitializedError(ctx->input(0).scalar<ResourceHandle>().name));
+    ctx->set_output(0, (*var)->value());
+  }
+};
+
+enum class Update { kAssign, kAdd, kSub };
+
+template <Update kUpdate>
+class AssignVariableOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
+    const Tensor& value = ctx->input(1);
+    auto var = GetVariable(ctx, ctx->input(0), /*create=*/kUpdate == Update::kAssign);
+    DF_OP_REQUIRES_OK(ctx, var.status());
+    DF_OP_REQUIRES(ctx, value.dtype() == (*var)->dtype(),
+                   absl::InvalidArgumentError(absl::StrCat(
+                       "cannot assign ", value.TypeString(), " to variable '", h.name, "' of type ",
+                       DataTypeName((*var)->dtype()))));
+    absl::MutexLock lock((*var)->mu());
+    if constexpr (kUpdate == Update::kAssign) {
+      DF_OP_REQUIRES(ctx,
+                     !(*var)->is_initialized() || (*var)->value().shape() == value.shape(),
+                     absl::InvalidArgumentError(absl::StrCat(
+                         "cannot assign a value of shape ", value.shape().DebugString(),
+                         " to variable '", h.name, "' of shape ",
+                         (*var)->value().shape().DebugString())));
+      (*var)->set_value(value);
+    } else {
+      DF_OP_REQUIRES(ctx, (*var)->is_initialized(), UninitializedError(h.name));
+      DF_OP_REQUIRES(ctx, (*var)->value().shape() == value.shape(),
+                     absl::InvalidArgumentError(absl::StrCat(
+                         "cannot add a value of shape ", value.shape().DebugString(),
+                         " to variable '", h.name, "' of shape ",
+                         (*var)->value().shape().DebugString())));
+      Tensor* target = (*var)->mutable_value();
+      DF_OP_REQUIRES_OK(ctx, VisitNumericType(value.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto dst = target->flat<T>();
+        auto src = value.flat<T>();
+        for (size_t i = 0; i < dst.size(); ++i) {
+          dst[i] = kUpdate == Update::kAdd ? dst[i] + src[i] : dst[i] - src[i];
+        }
+        return absl::OkStatus();
+      }));
+    }
+    ctx->set_output(0, (*var)->value());
+  }
+};
+
+class VarIsInitializedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
+    auto var = ctx->resource_manager()->Lookup<Var>(h.container, h.name);
+    bool initialized = false;
+    if (var.ok()) {
+      absl::MutexLock lock((*var)->mu());
+      initialized = (*var)->is_initialized();
+    }
+    ctx->set_output(0, Tensor::Scalar(initialized));
+  }
+};
+
+}  // namespace
+
+void RegisterStateKernels(KernelRegistry* r) {
+  RegisterCpuKernel<VarHandleOp>(r, "VarHandleOp");
+  RegisterCpuKernel<ReadVariableOp>(r, "ReadVariableOp");
+  RegisterCpuKernel<AssignVariableOp<Update::kAssign>>(r, "AssignVariableOp");
+  RegisterCpuKernel<AssignVariableOp<Update::kAdd>>(r, "AssignAddVariableOp");
+  RegisterCpuKernel<AssignVariableOp<Update::kSub>>(r, "AssignSubVariableOp");
+  RegisterCpuKernel<VarIsInitializedOp>(r, "VarIsInitializedOp");
+}
+
+}  // namespace distflow

@@ -1,0 +1,247 @@
+#include "runtime/executor.h"
+
+#include <atomic>
+#include <deque>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "base/status_macros.h"
+
+namespace distflow {
+
+// The state of one step: pending input counts, input tensors in flight, the first error.
+class Executor::StepState {
+ public:
+  StepState(const Executor* executor, const RunArgs& args,
+            std::function<void(absl::Status)> done)
+      : executor_(executor),
+        args_(args),
+        done_(std::move(done)),
+        pending_(executor->items_.size()),
+        inputs_(executor->total_inputs_) {
+    for (size_t i = 0; i < executor->items_.size(); ++i) {
+      pending_[i].store(executor->items_[i].initial_pending, std::memory_order_relaxed);
+    }
+    if (args_.cancellation != nullptr) {
+      cancelled_by_caller_ = !args_.cancellation->RegisterCallback(
+          [this] { Abort(absl::CancelledError("the step was cancelled")); }, &cancel_token_);
+    }
+  }
+
+  void Start() {
+    if (cancelled_by_caller_) {
+      Abort(absl::CancelledError("the step was cancelled before it started"));
+    }
+    const std::vector<int>& roots = executor_->roots_;
+    if (roots.empty()) {
+      Finish();
+      return;
+    }
+    outstanding_.store(static_cast<int>(roots.size()));
+    std::deque<int> queue;
+    int queued_expensive = 0;
+    Dispatch(roots, &queue, &queued_expensive);
+    RunQueue(&queue, queued_expensive);
+  }
+
+ private:
+  // Sends ready nodes to run: cheap ones on this thread; the first expensive one too unless one
+  // is already queued here; further expensive ones to the pool, so independent work runs in
+  // parallel.
+  void Dispatch(const std::vector<int>& ready, std::deque<int>* queue, int* queued_expensive) {
+    for (int id : ready) {
+      const NodeItem& item = executor_->items_[id];
+      if (!item.expensive) {
+        queue->push_back(id);
+      } else if (*queued_expensive == 0) {
+        queue->push_back(id);
+        ++*queued_expensive;
+      } else {
+        args_.runner->Schedule([this, id] {
+          std::deque<int> q = {id};
+          RunQueue(&q, 1);
+        });
+      }
+    }
+  }
+
+  void RunQueue(std::deque<int>* queue, int queued_expensive) {
+    while (!queue->empty()) {
+      const int id = queue->front();
+      queue->pop_front();
+      if (executor_->items_[id].expensive) --queued_expensive;
+      const NodeItem& item = executor_->items_[id];
+      if (item.kernel->AsAsync() != nullptr && !aborted_.load()) {
+        RunAsyncNode(id);  // continues on the kernel's completion
+        continue;
+      }
+      std::vector<int> ready;
+      Compute(id, &ready);
+      Dispatch(ready, queue, &queued_expensive);
+      // This node is done; the newly ready ones are outstanding.
+      if (outstanding_.fetch_add(static_cast<int>(ready.size()) - 1) +
+              static_cast<int>(ready.size()) - 1 ==
+          0) {
+        Finish();
+        return;
+      }
+    }
+  }
+
+  // Runs a synchronous node and records which successors became ready.
+  void Compute(int id, std::vector<int>* ready) {
+    if (aborted_.load()) return;
+    const NodeItem& item = executor_->items_[id];
+    std::vector<Tensor> inputs(std::make_move_iterator(inputs_.begin() + item.input_start),
+                               std::make_move_iterator(inputs_.begin() + item.input_start +
+                                                       item.node->num_inputs()));
+    OpKernelContext ctx(Params(&inputs), item.kernel->num_outputs());
+    item.kernel->Compute(&ctx);
+    Propagate(item, &ctx, ready);
+  }
+
+  void RunAsyncNode(int id) {
+    const NodeItem& item = executor_->items_[id];
+    auto inputs = std::make_shared<std::vector<Tensor>>(
+        std::make_move_iterator(inputs_.begin() + item.input_start),
+        std::make_move_iterator(inputs_.begin() + item.input_start + item.node->num_inputs()));
+    auto ctx = std::make_shared<OpKernelContext>(Params(inputs.get()), item.kernel->num_outputs());
+    item.kernel->AsAsync()->ComputeAsync(ctx.get(), [this, id, inputs, ctx] {
+      std::vector<int> ready;
+      Propagate(executor_->items_[id], ctx.get(), &ready);
+      std::deque<int> queue;
+      int queued_expensive = 0;
+      Dispatch(ready, &queue, &queued_expensive);
+      if (outstanding_.fetch_add(static_cast<int>(ready.size()) - 1) +
+              static_cast<int>(ready.size()) - 1 ==
+          0) {
+        Finish();
+        return;
+      }
+      RunQueue(&queue, queued_expensive);
+    });
+  }
+
+  OpKernelContext::Params Params(const std::vector<Tensor>* inputs) {
+    OpKernelContext::Params p;
+    p.device = executor_->options_.device;
+    p.inputs = inputs;
+    p.call_frame = args_.call_frame;
+    p.cancellation = &step_cancellation_;
+    p.step_id = args_.step_id;
+    return p;
+  }
+
+  // Checks the outputs of a finished node and hands them to its successors.
+  void Propagate(const NodeItem& item, OpKernelContext* ctx, std::vector<int>* ready) {
+    absl::Status status = ctx->status();
+    if (status.ok()) {
+      for (int i = 0; i < item.kernel->num_outputs() && status.ok(); ++i) {
+        const Tensor& out = ctx->outputs()[i];
+        if (!out.IsInitialized()) {
+          status = absl::InternalError(absl::StrCat("the kernel did not set output ", i));
+        } else if (out.dtype() != item.kernel->output_type(i)) {
+          status = absl::InternalError(absl::StrCat(
+              "the kernel produced ", DataTypeName(out.dtype()), " for output ", i,
+              " but the graph expects ", DataTypeName(item.kernel->output_type(i))));
+        }
+      }
+    }
+    if (!status.ok()) {
+      Abort(AddErrorContext(status, item.node->DebugName()));
+      return;
+    }
+    if (aborted_.load()) return;
+    for (const OutEdge& e : item.node->out_edges()) {
+      const int dst = e.dst->id();
+      if (!e.is_control()) {
+        inputs_[executor_->items_[dst].input_start + e.dst_input] = ctx->outputs()[e.src_output];
+      }
+      if (pending_[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dst);
+    }
+  }
+
+  void Abort(const absl::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (status_.ok()) status_ = status;
+    }
+    aborted_.store(true);
+    // Wake kernels that wait (such as receives), so that the step ends promptly.
+    step_cancellation_.StartCancel();
+  }
+
+  void Finish() {
+    if (args_.cancellation != nullptr && !cancelled_by_caller_) {
+      args_.cancellation->DeregisterCallback(cancel_token_);
+    }
+    absl::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      status = status_;
+    }
+    auto done = std::move(done_);
+    delete this;
+    done(status);
+  }
+
+  const Executor* executor_;
+  RunArgs args_;
+  std::function<void(absl::Status)> done_;
+  std::vector<std::atomic<int>> pending_;
+  std::vector<Tensor> inputs_;
+  std::atomic<int> outstanding_{0};
+  std::atomic<bool> aborted_{false};
+  CancellationManager step_cancellation_;
+  CancellationManager::Token cancel_token_ = 0;
+  bool cancelled_by_caller_ = false;
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+Executor::Executor(std::unique_ptr<const Graph> graph, const Options& options)
+    : graph_(std::move(graph)), options_(options) {}
+
+Executor::~Executor() = default;
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<const Graph> graph,
+                                                           const Options& options) {
+  std::unique_ptr<Executor> executor(new Executor(std::move(graph), options));
+  const Graph& g = *executor->graph_;
+  executor->items_.resize(g.num_nodes());
+  int slot = 0;
+  for (const auto& node : g.nodes()) {
+    NodeItem& item = executor->items_[node->id()];
+    item.node = node.get();
+    DF_ASSIGN_OR_RETURN(item.kernel, options.kernels->CreateKernel(*node, options.device,
+                                                                   options.device_type));
+    item.expensive = item.kernel->IsExpensive();
+    item.input_start = slot;
+    slot += node->num_inputs();
+    item.initial_pending =
+        node->num_inputs() + static_cast<int>(node->control_inputs().size());
+    if (item.initial_pending == 0) executor->roots_.push_back(node->id());
+  }
+  executor->total_inputs_ = slot;
+  return executor;
+}
+
+void Executor::RunAsync(const RunArgs& args, std::function<void(absl::Status)> done) {
+  // The state deletes itself when the step finishes.
+  (new StepState(this, args, std::move(done)))->Start();
+}
+
+absl::Status Executor::Run(const RunArgs& args) {
+  absl::Notification finished;
+  absl::Status result;
+  RunAsync(args, [&](absl::Status s) {
+    result = std::move(s);
+    finished.Notify();
+  });
+  finished.WaitForNotification();
+  return result;
+}
+
+}  // namespace distflow
