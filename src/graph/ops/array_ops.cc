@@ -195,8 +195,9 @@ Output FillWith(const Scope& scope, const TensorShape& shape, DataType dtype, do
     scope.UpdateStatus(AddErrorContext(s, name));
     return Output();
   }
-  Scope named = scope.WithOpName(name);
-  return Fill(named, Tensor::Vector<int64_t>(shape.dim_sizes()), scalar);
+  Output dims = AsOutput(scope, Tensor::Vector<int64_t>(shape.dim_sizes()));
+  Output fill_value = AsOutput(scope, scalar);
+  return NodeBuilder(scope, "Fill", name).Input(dims).Input(fill_value).Finalize().output(0);
 }
 }  // namespace
 

@@ -1,0 +1,12 @@
+// distflow: the whole public API.
+#ifndef DISTFLOW_DISTFLOW_H_
+#define DISTFLOW_DISTFLOW_H_
+
+#include "distflow/ops.h"
+#include "distflow/scope.h"
+#include "distflow/session.h"
+#include "distflow/tensor.h"
+#include "distflow/tensor_shape.h"
+#include "distflow/types.h"
+
+#endif  // DISTFLOW_DISTFLOW_H_
