@@ -46,6 +46,11 @@ class Session {
   // Feeds the named endpoints ("node:index"), runs what `fetches` (endpoints) and `targets` (node
   // names) need, and returns the fetched values in order. INVALID_ARGUMENT naming the culprit for
   // an unknown name or a feed of the wrong dtype or shape; the first error of any op otherwise.
+  //
+  // Tensors cross without copies: a fetched value may share its buffer with a variable, and a fed
+  // tensor may become a variable's value. Later updates never change a tensor already returned
+  // (variables copy on write), but writing into a returned or fed tensor may change the variable:
+  // take a Copy() first if you mean to modify it.
   virtual absl::StatusOr<std::vector<Tensor>> Run(
       const std::vector<std::pair<std::string, Tensor>>& feeds,
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets) = 0;

@@ -101,7 +101,8 @@ class ReshapeOp : public OpKernel {
     if (unknown >= 0) {
       DF_OP_REQUIRES(ctx, product > 0 && input.NumElements() % product == 0,
                      absl::InvalidArgumentError(absl::StrCat(
-                         "cannot reshape ", input.TypeString(), " to ", sizes.DebugString())));
+                         "cannot reshape ", input.TypeString(), " (", input.NumElements(),
+                         " elements) to ", PartialTensorShape::FromDims(dims)->DebugString())));
       dims[unknown] = input.NumElements() / product;
     }
     auto shape = TensorShape::FromDims(dims);

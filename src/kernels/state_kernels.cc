@@ -83,10 +83,25 @@ enum class Update { kAssign, kAdd, kSub };
 template <Update kUpdate>
 class AssignVariableOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit AssignVariableOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    // The shape the variable was declared with, when the handle comes straight from its
+    // VarHandleOp: a value of another shape must not replace it.
+    const Node* producer = ctx->node().input(0).node;
+    if (producer->op() == "VarHandleOp") {
+      ctx->SetStatus(GetAttr(producer->attrs(), "shape", &declared_shape_));
+    }
+  }
+
   void Compute(OpKernelContext* ctx) override {
     const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
     const Tensor& value = ctx->input(1);
+    // Add and subtract check the value against the variable's current shape below.
+    DF_OP_REQUIRES(ctx,
+                   kUpdate != Update::kAssign || declared_shape_.IsCompatibleWith(value.shape()),
+                   absl::InvalidArgumentError(absl::StrCat(
+                       "cannot assign a value of shape ", value.shape().DebugString(),
+                       " to variable '", h.name, "' declared with shape ",
+                       declared_shape_.DebugString())));
     auto var = GetVariable(ctx, ctx->input(0), /*create=*/kUpdate == Update::kAssign);
     DF_OP_REQUIRES_OK(ctx, var.status());
     DF_OP_REQUIRES(ctx, value.dtype() == (*var)->dtype(),
@@ -106,8 +121,10 @@ class AssignVariableOp : public OpKernel {
       DF_OP_REQUIRES(ctx, (*var)->is_initialized(), UninitializedError(h.name));
       DF_OP_REQUIRES(ctx, (*var)->value().shape() == value.shape(),
                      absl::InvalidArgumentError(absl::StrCat(
-                         "cannot add a value of shape ", value.shape().DebugString(),
-                         " to variable '", h.name, "' of shape ",
+                         "cannot ", kUpdate == Update::kAdd ? "add" : "subtract",
+                         " a value of shape ", value.shape().DebugString(),
+                         kUpdate == Update::kAdd ? " to" : " from", " variable '", h.name,
+                         "' of shape ",
                          (*var)->value().shape().DebugString())));
       Tensor* target = (*var)->mutable_value();
       DF_OP_REQUIRES_OK(ctx, VisitNumericType(value.dtype(), [&](auto tag) {
@@ -122,6 +139,9 @@ class AssignVariableOp : public OpKernel {
     }
     ctx->set_output(0, (*var)->value());
   }
+
+ private:
+  PartialTensorShape declared_shape_;  // unknown rank when not known
 };
 
 class VarIsInitializedOp : public OpKernel {
