@@ -79,14 +79,15 @@ class Executor::StepState {
       }
       std::vector<int> ready;
       Compute(id, &ready);
-      Dispatch(ready, queue, &queued_expensive);
-      // This node is done; the newly ready ones are outstanding.
+      // This node is done; the newly ready ones are outstanding. Count them before dispatching:
+      // a node sent to the pool may finish (and end the step) before Dispatch returns.
       if (outstanding_.fetch_add(static_cast<int>(ready.size()) - 1) +
               static_cast<int>(ready.size()) - 1 ==
           0) {
         Finish();
         return;
       }
+      Dispatch(ready, queue, &queued_expensive);
     }
   }
 
@@ -111,15 +112,16 @@ class Executor::StepState {
     item.kernel->AsAsync()->ComputeAsync(ctx.get(), [this, id, inputs, ctx] {
       std::vector<int> ready;
       Propagate(executor_->items_[id], ctx.get(), &ready);
-      std::deque<int> queue;
-      int queued_expensive = 0;
-      Dispatch(ready, &queue, &queued_expensive);
+      // Count the newly ready nodes before dispatching them (see RunQueue).
       if (outstanding_.fetch_add(static_cast<int>(ready.size()) - 1) +
               static_cast<int>(ready.size()) - 1 ==
           0) {
         Finish();
         return;
       }
+      std::deque<int> queue;
+      int queued_expensive = 0;
+      Dispatch(ready, &queue, &queued_expensive);
       RunQueue(&queue, queued_expensive);
     });
   }

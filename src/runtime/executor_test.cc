@@ -1,0 +1,317 @@
+#include "runtime/executor.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "distflow/ops.h"
+#include "distflow/scope.h"
+#include "distflow/session.h"
+#include "gmock/gmock.h"
+#include "graph/node_builder.h"
+#include "graph/op_registry.h"
+#include "graph/shape_inference.h"
+#include "graph/subgraph.h"
+#include "gtest/gtest.h"
+#include "kernels/kernel_registry.h"
+#include "runtime/call_frame.h"
+#include "runtime/device.h"
+
+namespace distflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kBarrierOp[] = "TestRendezvousBarrier";
+constexpr char kBlockerOp[] = "TestBlockUntilCancelled";
+constexpr char kAwaitBlockerOp[] = "TestAwaitBlockerStarted";
+constexpr absl::Duration kTimeout = absl::Seconds(10);
+
+// State shared by the test kernels (tests run one at a time; SetUp resets it).
+struct TestSync {
+  absl::Mutex mu;
+  int arrived = 0;           // barrier kernels waiting for their partner
+  int64_t generation = 0;    // barrier rounds completed
+  int blockers_started = 0;  // blocker kernels started and not yet awaited
+};
+TestSync& Sync() {
+  static TestSync* sync = new TestSync();
+  return *sync;
+}
+
+// Returns once 2 instances have arrived: a step with two of them succeeds only if they run at
+// the same time. DEADLINE_EXCEEDED (instead of hanging) after kTimeout.
+class BarrierKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    TestSync& s = Sync();
+    absl::MutexLock lock(&s.mu);
+    const int64_t generation = s.generation;
+    if (++s.arrived == 2) {
+      s.arrived = 0;
+      ++s.generation;
+    } else {
+      auto released = [&s, generation] { return s.generation != generation; };
+      if (!s.mu.AwaitWithTimeout(absl::Condition(&released), kTimeout)) {
+        --s.arrived;
+        ctx->SetStatus(absl::DeadlineExceededError("the partner never arrived: ran sequentially"));
+        return;
+      }
+    }
+    ctx->set_output(0, Tensor::Scalar<int32_t>(1));
+  }
+};
+
+// Blocks until the step is cancelled (CANCELLED) or kTimeout passes (DEADLINE_EXCEEDED).
+class BlockerKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    absl::Notification cancelled;
+    CancellationManager::Token token;
+    if (ctx->cancellation()->RegisterCallback([&] { cancelled.Notify(); }, &token)) {
+      {
+        absl::MutexLock lock(&Sync().mu);
+        ++Sync().blockers_started;
+      }
+      const bool notified = cancelled.WaitForNotificationWithTimeout(kTimeout);
+      ctx->cancellation()->DeregisterCallback(token);
+      DF_OP_REQUIRES(ctx, notified, absl::DeadlineExceededError("the step was never cancelled"));
+    }
+    ctx->SetStatus(absl::CancelledError("unblocked by cancellation"));
+  }
+};
+
+// Returns once a blocker kernel has started waiting (DEADLINE_EXCEEDED after kTimeout).
+class AwaitBlockerKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    TestSync& s = Sync();
+    absl::MutexLock lock(&s.mu);
+    auto started = [&s] { return s.blockers_started > 0; };
+    DF_OP_REQUIRES(ctx, s.mu.AwaitWithTimeout(absl::Condition(&started), kTimeout),
+                   absl::DeadlineExceededError("no blocker started"));
+    --s.blockers_started;
+    ctx->set_output(0, Tensor::Scalar<int32_t>(1));
+  }
+};
+
+void RegisterTestOps() {
+  static const bool registered = [] {
+    for (const char* op : {kBarrierOp, kBlockerOp, kAwaitBlockerOp}) {
+      OpDefBuilder b(op);
+      b.Output("out", DataType::kInt32).Stateful().SetShapeFn(shape_fns::Scalar);
+      if (!OpRegistry::Global()->Register(std::move(b).Build()).ok()) std::abort();
+    }
+    RegisterCpuKernel<BarrierKernel>(KernelRegistry::Global(), kBarrierOp);
+    RegisterCpuKernel<BlockerKernel>(KernelRegistry::Global(), kBlockerOp);
+    RegisterCpuKernel<AwaitBlockerKernel>(KernelRegistry::Global(), kAwaitBlockerOp);
+    return true;
+  }();
+  (void)registered;
+}
+
+Output TestOp(const Scope& scope, const char* op, const std::string& name) {
+  return NodeBuilder(scope.WithOpName(name), op, name).Finalize().output(0);
+}
+
+std::unique_ptr<ClientSession> NewClient(const Scope& scope, int inter_op_threads = 2) {
+  SessionOptions options;
+  options.inter_op_threads = inter_op_threads;
+  auto session = ClientSession::Create(scope, options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RegisterTestOps();
+    absl::MutexLock lock(&Sync().mu);
+    Sync().arrived = 0;
+    Sync().blockers_started = 0;
+  }
+  Scope root_ = Scope::NewRootScope();
+};
+
+TEST_F(ExecutorTest, RunsOnlyWhatFetchesAndTargetsNeed) {
+  auto counter = ops::Variable(root_.WithOpName("counter"), int64_t{0});
+  auto bump = ops::AssignAdd(root_.WithOpName("bump"), counter, 1);
+  auto wanted = ops::Add(root_.WithOpName("wanted"), 2, 3);
+  auto after_bump =
+      ops::Identity(root_.WithControlDependencies({bump.op()}).WithOpName("after"), wanted);
+  auto init = ops::GlobalVariablesInitializer(root_);
+  auto session = NewClient(root_);
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(session->RunTargets({init}).ok());
+
+  auto out = session->Run({wanted});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<int32_t>(), 5);
+  auto value = session->Run({counter});
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ((*value)[0].scalar<int64_t>(), 0) << "the unfetched AssignAdd ran";
+
+  // A control dependency is a need: fetching `after` runs the AssignAdd once.
+  out = session->Run({after_bump});
+  ASSERT_TRUE(out.ok()) << out.status();
+  value = session->Run({counter});
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ((*value)[0].scalar<int64_t>(), 1);
+}
+
+TEST_F(ExecutorTest, IndependentExpensiveOpsRunInParallel) {
+  // Two roots, and two nodes made ready by one predecessor.
+  auto sum = ops::Add(root_.WithOpName("sum"), TestOp(root_, kBarrierOp, "barrier_a"),
+                      TestOp(root_, kBarrierOp, "barrier_b"));
+  Scope after_start = root_.WithControlDependencies({ops::NoOp(root_.WithOpName("start"))});
+  auto c = TestOp(after_start, kBarrierOp, "barrier_c");
+  auto d = TestOp(after_start, kBarrierOp, "barrier_d");
+  auto session = NewClient(root_, /*inter_op_threads=*/2);
+  ASSERT_TRUE(session);
+  auto out = session->Run({sum});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<int32_t>(), 2);
+  out = session->Run({c, d});
+  ASSERT_TRUE(out.ok()) << out.status();
+}
+
+// One cheap root makes many expensive nodes ready at once: one runs inline, the others go to the
+// pool and may finish before the inline one starts. Each step must still wait for every node and
+// return every fetch.
+TEST_F(ExecutorTest, WideFanOutReturnsEveryFetchEveryStep) {
+  auto x = ops::Const(root_.WithOpName("x"), 3);
+  std::vector<Output> fetches;
+  for (int i = 0; i < 32; ++i) fetches.push_back(ops::Add(root_, x, x));
+  auto session = NewClient(root_, /*inter_op_threads=*/4);
+  ASSERT_TRUE(session);
+  for (int step = 0; step < 300; ++step) {
+    auto out = session->Run(fetches);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), fetches.size());
+    for (const Tensor& t : *out) ASSERT_EQ(t.scalar<int32_t>(), 6) << "step " << step;
+  }
+}
+
+TEST_F(ExecutorTest, UnfedPlaceholderErrorNamesItAndCancelsTheStep) {
+  // The placeholder fails only once the blocker is running: the error must cancel the blocker.
+  auto blocker = TestOp(root_, kBlockerOp, "blocker");
+  auto await = TestOp(root_, kAwaitBlockerOp, "await_blocker");
+  auto x = ops::Placeholder(root_.WithControlDependencies({await.op()}).WithOpName("lonely_input"),
+                            DataType::kFloat, {2});
+  auto y = ops::Mul(root_.WithOpName("y"), x, 2.0f);
+  auto session = NewClient(root_);
+  ASSERT_TRUE(session);
+  const absl::Time begin = absl::Now();
+  auto out = session->Run({y, blocker});
+  EXPECT_LT(absl::Now() - begin, absl::Seconds(5)) << "the error did not cancel the step";
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("lonely_input"));
+
+  // The session is still usable.
+  auto fed = session->Run({{x, Tensor::Vector<float>({1, 2})}}, {y});
+  ASSERT_TRUE(fed.ok()) << fed.status();
+  EXPECT_TRUE((*fed)[0].Equals(Tensor::Vector<float>({2, 4})));
+}
+
+TEST_F(ExecutorTest, UninitializedVariableReadIsFailedPreconditionNamingIt) {
+  auto weights = ops::Variable(root_.WithOpName("weights"), {1.0f, 2.0f});
+  auto init = ops::GlobalVariablesInitializer(root_);
+  auto session = NewClient(root_);
+  ASSERT_TRUE(session);
+  auto out = session->Run({weights});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("weights"));
+
+  ASSERT_TRUE(session->RunTargets({init}).ok());
+  out = session->Run({weights});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1, 2})));
+}
+
+// Executor used directly over a call graph, with its own device and thread pool.
+class DirectExecutorTest : public ExecutorTest {
+ protected:
+  std::unique_ptr<Executor> Make(const CallSignature& signature) {
+    EXPECT_TRUE(root_.ok()) << root_.status();
+    auto graph = BuildCallGraph(*root_.graph(), signature);
+    EXPECT_TRUE(graph.ok()) << graph.status();
+    if (!graph.ok()) return nullptr;
+    Executor::Options options;
+    options.device = &device_;
+    auto executor = Executor::Create(std::move(*graph), options);
+    EXPECT_TRUE(executor.ok()) << executor.status();
+    return executor.ok() ? std::move(*executor) : nullptr;
+  }
+  Executor::RunArgs Args(CallFrame* frame, CancellationManager* cm = nullptr) {
+    return Executor::RunArgs{frame, ++step_, cm, &pool_};
+  }
+
+  ThreadPool pool_{"test_inter_op", 2};
+  ThreadPool intra_pool_{"test_intra_op", 1};
+  CpuDevice device_{"/job:localhost/replica:0/task:0/device:CPU:0", &intra_pool_};
+  int64_t step_ = 0;
+};
+
+TEST_F(DirectExecutorTest, RunsACallGraph) {
+  auto x = ops::Placeholder(root_.WithOpName("x"), DataType::kInt32, {2});
+  auto y = ops::Mul(root_.WithOpName("y"), x, 3);
+  auto executor = Make({{x.name()}, {y.name()}, {}});
+  ASSERT_TRUE(executor);
+  RunCallFrame frame({Tensor::Vector<int32_t>({1, 2})}, 1);
+  ASSERT_TRUE(executor->Run(Args(&frame)).ok());
+  Tensor out = frame.TakeRetvals()[0];
+  EXPECT_TRUE(out.Equals(Tensor::Vector<int32_t>({3, 6}))) << out;
+}
+
+TEST_F(DirectExecutorTest, BarrierOpsRunInParallelOnThePool) {
+  TestOp(root_, kBarrierOp, "barrier_a");
+  TestOp(root_, kBarrierOp, "barrier_b");
+  auto executor = Make({{}, {"barrier_a:0", "barrier_b:0"}, {}});
+  ASSERT_TRUE(executor);
+  RunCallFrame frame({}, 2);
+  EXPECT_TRUE(executor->Run(Args(&frame)).ok());
+}
+
+TEST_F(DirectExecutorTest, CancelledBeforeRunIsCancelled) {
+  auto y = ops::Add(root_.WithOpName("y"), 1, 2);
+  auto executor = Make({{}, {y.name()}, {}});
+  ASSERT_TRUE(executor);
+  CancellationManager cm;
+  cm.StartCancel();
+  RunCallFrame frame({}, 1);
+  absl::Status s = executor->Run(Args(&frame, &cm));
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_FALSE(frame.TakeRetvals()[0].IsInitialized()) << "a node ran in a cancelled step";
+}
+
+TEST_F(DirectExecutorTest, CancelledDuringRunIsCancelled) {
+  TestOp(root_, kBlockerOp, "blocker");
+  auto executor = Make({{}, {"blocker:0"}, {}});
+  ASSERT_TRUE(executor);
+  CancellationManager cm;
+  std::thread canceller([&cm] {
+    absl::SleepFor(absl::Milliseconds(50));
+    cm.StartCancel();
+  });
+  RunCallFrame frame({}, 1);
+  const absl::Time begin = absl::Now();
+  absl::Status s = executor->Run(Args(&frame, &cm));
+  canceller.join();
+  EXPECT_LT(absl::Now() - begin, absl::Seconds(5));
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+}
+
+}  // namespace
+}  // namespace distflow
