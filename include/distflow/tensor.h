@@ -1,9 +1,10 @@
 // Tensor: an n-dimensional array of one element type, in a refcounted buffer.
 //
-// Copying a Tensor is cheap: copies share the buffer (no element is copied), as do Slice() and
-// Reshape(). Writing through one copy is visible through the others; use Copy() for a private
-// copy. A Tensor is not synchronized: concurrent writes to a shared buffer are the caller's
-// business. Buffers are 64-byte aligned.
+// Copying a Tensor is cheap: copies share the buffer (no element is copied), as
+// do Slice() and Reshape(). Writing through one copy is visible through the
+// others; use Copy() for a private copy. A Tensor is not synchronized:
+// concurrent writes to a shared buffer are the caller's business. Buffers are
+// 64-byte aligned.
 #ifndef DISTFLOW_TENSOR_H_
 #define DISTFLOW_TENSOR_H_
 
@@ -24,8 +25,9 @@
 
 namespace distflow {
 
-// Memory that holds tensor elements, shared by every Tensor that views it. Subclasses own memory
-// from elsewhere (such as a network buffer) so that it reaches a Tensor without a copy.
+// Memory that holds tensor elements, shared by every Tensor that views it.
+// Subclasses own memory from elsewhere (such as a network buffer) so that it
+// reaches a Tensor without a copy.
 class TensorBuffer {
  public:
   virtual ~TensorBuffer() = default;
@@ -35,16 +37,20 @@ class TensorBuffer {
 
 class Tensor {
  public:
-  // An uninitialized tensor: dtype kInvalid, no buffer. IsInitialized() is false.
+  // An uninitialized tensor: dtype kInvalid, no buffer. IsInitialized() is
+  // false.
   Tensor() = default;
-  // A tensor of `shape` with zeroed elements (empty strings). `dtype` must be valid.
+  // A tensor of `shape` with zeroed elements (empty strings). `dtype` must be
+  // valid.
   Tensor(DataType dtype, const TensorShape& shape);
-  // A tensor over an existing buffer, starting `offset` bytes in; the buffer must be large enough
-  // for `shape` and, for string or resource tensors, hold constructed objects.
-  Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer,
-         size_t offset = 0);
+  // A tensor over an existing buffer, starting `offset` bytes in; the buffer
+  // must be large enough for `shape` and, for string or resource tensors, hold
+  // constructed objects.
+  Tensor(DataType dtype, const TensorShape& shape,
+         std::shared_ptr<TensorBuffer> buffer, size_t offset = 0);
 
-  // Elements not initialized for fixed-size types (faster for outputs that are overwritten).
+  // Elements not initialized for fixed-size types (faster for outputs that are
+  // overwritten).
   static Tensor Uninitialized(DataType dtype, const TensorShape& shape);
 
   template <typename T>
@@ -55,24 +61,31 @@ class Tensor {
   }
   template <typename T>
   static Tensor Vector(const std::vector<T>& values);
-  // Rows of equal length, such as Tensor::Matrix<float>({{1, 2}, {3, 4}}); ragged rows are a
-  // programming error (use FromValues for data that comes from input).
+  // Rows of equal length, such as Tensor::Matrix<float>({{1, 2}, {3, 4}});
+  // ragged rows are a programming error (use FromValues for data that comes
+  // from input).
   template <typename T>
   static Tensor Matrix(std::initializer_list<std::initializer_list<T>> rows);
-  // A tensor of `shape` holding `values` in row-major order; INVALID_ARGUMENT if the count differs.
+  // A tensor of `shape` holding `values` in row-major order; INVALID_ARGUMENT
+  // if the count differs.
   template <typename T>
-  static absl::StatusOr<Tensor> FromValues(const TensorShape& shape, absl::Span<const T> values);
+  static absl::StatusOr<Tensor> FromValues(const TensorShape& shape,
+                                           absl::Span<const T> values);
 
-  bool IsInitialized() const { return buffer_ != nullptr || dtype_ != DataType::kInvalid; }
+  bool IsInitialized() const {
+    return buffer_ != nullptr || dtype_ != DataType::kInvalid;
+  }
   DataType dtype() const { return dtype_; }
   const TensorShape& shape() const { return shape_; }
   int dims() const { return shape_.dims(); }
   int64_t dim_size(int i) const { return shape_.dim_size(i); }
   int64_t NumElements() const { return shape_.num_elements(); }
-  // Bytes of element storage (for string tensors, of the string objects, not their contents).
+  // Bytes of element storage (for string tensors, of the string objects, not
+  // their contents).
   size_t TotalBytes() const;
 
-  // Element access; T must match dtype() (a mismatch is a programming error and aborts).
+  // Element access; T must match dtype() (a mismatch is a programming error and
+  // aborts).
   template <typename T>
   T* data() {
     CheckType(DataTypeOf<T>::value);
@@ -99,11 +112,11 @@ class Tensor {
 
   void* raw_data() const;
 
-  // Rows [begin, end) along dimension 0, sharing this tensor's buffer. Requires dims() >= 1 and
-  // 0 <= begin <= end <= dim_size(0).
+  // Rows [begin, end) along dimension 0, sharing this tensor's buffer. Requires
+  // dims() >= 1 and 0 <= begin <= end <= dim_size(0).
   Tensor Slice(int64_t begin, int64_t end) const;
-  // The same elements under another shape, sharing the buffer; INVALID_ARGUMENT if the element
-  // counts differ.
+  // The same elements under another shape, sharing the buffer; INVALID_ARGUMENT
+  // if the element counts differ.
   absl::StatusOr<Tensor> Reshape(const TensorShape& shape) const;
   // A deep copy in a new buffer.
   Tensor Copy() const;
@@ -114,9 +127,11 @@ class Tensor {
   const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
   size_t buffer_offset() const { return offset_; }
 
-  // The values, numpy style: "[[1 2]\n [3 4]]". Dimensions longer than 2 * edge_items are
-  // summarized with "..." once the tensor has more than `summarize_above` elements.
-  std::string DebugString(int64_t summarize_above = 1000, int64_t edge_items = 3) const;
+  // The values, numpy style: "[[1 2]\n [3 4]]". Dimensions longer than 2 *
+  // edge_items are summarized with "..." once the tensor has more than
+  // `summarize_above` elements.
+  std::string DebugString(int64_t summarize_above = 1000,
+                          int64_t edge_items = 3) const;
   // "float32[2,3]"
   std::string TypeString() const;
 
@@ -147,7 +162,8 @@ Tensor Tensor::Scalar(T value) {
 
 template <typename T>
 Tensor Tensor::Vector(const std::vector<T>& values) {
-  Tensor t(DataTypeOf<T>::value, TensorShape({static_cast<int64_t>(values.size())}));
+  Tensor t(DataTypeOf<T>::value,
+           TensorShape({static_cast<int64_t>(values.size())}));
   T* out = t.data<T>();
   for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
   return t;
@@ -156,7 +172,8 @@ Tensor Tensor::Vector(const std::vector<T>& values) {
 template <typename T>
 Tensor Tensor::Matrix(std::initializer_list<std::initializer_list<T>> rows) {
   const int64_t num_rows = static_cast<int64_t>(rows.size());
-  const int64_t num_cols = num_rows == 0 ? 0 : static_cast<int64_t>(rows.begin()->size());
+  const int64_t num_cols =
+      num_rows == 0 ? 0 : static_cast<int64_t>(rows.begin()->size());
   Tensor t(DataTypeOf<T>::value, TensorShape({num_rows, num_cols}));
   T* out = t.data<T>();
   for (const auto& row : rows) {
@@ -169,11 +186,12 @@ Tensor Tensor::Matrix(std::initializer_list<std::initializer_list<T>> rows) {
 }
 
 template <typename T>
-absl::StatusOr<Tensor> Tensor::FromValues(const TensorShape& shape, absl::Span<const T> values) {
+absl::StatusOr<Tensor> Tensor::FromValues(const TensorShape& shape,
+                                          absl::Span<const T> values) {
   if (static_cast<int64_t>(values.size()) != shape.num_elements()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "shape ", shape.DebugString(), " has ", shape.num_elements(), " elements but ",
-        values.size(), " values were given"));
+        "shape ", shape.DebugString(), " has ", shape.num_elements(),
+        " elements but ", values.size(), " values were given"));
   }
   Tensor t(DataTypeOf<T>::value, shape);
   T* out = t.data<T>();
@@ -183,13 +201,15 @@ absl::StatusOr<Tensor> Tensor::FromValues(const TensorShape& shape, absl::Span<c
 
 template <typename T>
 T& Tensor::scalar() {
-  if (NumElements() != 1) Abort("Tensor::scalar() of a tensor of shape " + shape_.DebugString());
+  if (NumElements() != 1)
+    Abort("Tensor::scalar() of a tensor of shape " + shape_.DebugString());
   return *data<T>();
 }
 
 template <typename T>
 const T& Tensor::scalar() const {
-  if (NumElements() != 1) Abort("Tensor::scalar() of a tensor of shape " + shape_.DebugString());
+  if (NumElements() != 1)
+    Abort("Tensor::scalar() of a tensor of shape " + shape_.DebugString());
   return *data<T>();
 }
 

@@ -21,7 +21,8 @@ enum class DataType : int {
   kResource = 20,  // a handle to a resource, such as a variable, on one device
 };
 
-// "float32", "float64", "int32", "int64", "uint8", "bool", "string", "resource".
+// "float32", "float64", "int32", "int64", "uint8", "bool", "string",
+// "resource".
 std::string DataTypeName(DataType type);
 
 // Bytes per element; 0 for types whose elements are objects (string, resource).
@@ -33,24 +34,28 @@ bool DataTypeIsFloating(DataType type);
 // True if `type` is one of the enumerators above other than kInvalid.
 bool DataTypeIsValid(DataType type);
 
-// A handle to a resource that lives on a device: the element type of kResource tensors.
+// A handle to a resource that lives on a device: the element type of kResource
+// tensors.
 struct ResourceHandle {
-  std::string device;     // full device name, such as /job:ps/replica:0/task:0/device:CPU:0
+  std::string device;     // full device name, such as
+                          // /job:ps/replica:0/task:0/device:CPU:0
   std::string container;  // groups resources; "" is the default container
-  std::string name;       // unique within the container, such as the variable's node name
+  std::string
+      name;  // unique within the container, such as the variable's node name
   DataType dtype = DataType::kInvalid;  // the dtype of the value it holds
 
   bool operator==(const ResourceHandle& o) const {
-    return device == o.device && container == o.container && name == o.name && dtype == o.dtype;
+    return device == o.device && container == o.container && name == o.name &&
+           dtype == o.dtype;
   }
 };
 
 // DataTypeOf<T>::value is the DataType whose elements are T.
 template <typename T>
 struct DataTypeOf;
-#define DISTFLOW_DATA_TYPE_OF_(T, enumerator) \
-  template <>                                 \
-  struct DataTypeOf<T> {                      \
+#define DISTFLOW_DATA_TYPE_OF_(T, enumerator)               \
+  template <>                                               \
+  struct DataTypeOf<T> {                                    \
     static constexpr DataType value = DataType::enumerator; \
   }
 DISTFLOW_DATA_TYPE_OF_(float, kFloat);

@@ -17,7 +17,8 @@ void CancellationManager::StartCancel() {
   callbacks_done_.Notify();
 }
 
-bool CancellationManager::RegisterCallback(std::function<void()> callback, Token* token) {
+bool CancellationManager::RegisterCallback(std::function<void()> callback,
+                                           Token* token) {
   absl::MutexLock lock(&mu_);
   if (cancelling_) return false;
   *token = next_token_++;

@@ -1,4 +1,5 @@
-// Cooperative cancellation of a step: blocking work registers a callback that unblocks it.
+// Cooperative cancellation of a step: blocking work registers a callback that
+// unblocks it.
 #ifndef DISTFLOW_BASE_CANCELLATION_H_
 #define DISTFLOW_BASE_CANCELLATION_H_
 
@@ -20,17 +21,19 @@ class CancellationManager {
   CancellationManager(const CancellationManager&) = delete;
   CancellationManager& operator=(const CancellationManager&) = delete;
 
-  // Runs every registered callback once (outside the lock, on the calling thread). Later calls
-  // are no-ops. Thread-safe.
+  // Runs every registered callback once (outside the lock, on the calling
+  // thread). Later calls are no-ops. Thread-safe.
   void StartCancel();
   bool IsCancelled() const { return cancelled_.HasBeenNotified(); }
 
-  // Registers `callback` to run on cancellation and sets `*token`. Returns false, registering
-  // nothing, if cancellation has already started: the caller must then give up by itself.
+  // Registers `callback` to run on cancellation and sets `*token`. Returns
+  // false, registering nothing, if cancellation has already started: the caller
+  // must then give up by itself.
   bool RegisterCallback(std::function<void()> callback, Token* token);
 
-  // Removes a callback. Returns false if cancellation has started; in that case the callback has
-  // run or is running, and this call waits until it has returned.
+  // Removes a callback. Returns false if cancellation has started; in that case
+  // the callback has run or is running, and this call waits until it has
+  // returned.
   bool DeregisterCallback(Token token);
 
  private:
@@ -39,7 +42,8 @@ class CancellationManager {
   absl::Notification callbacks_done_;
   bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
   Token next_token_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<Token, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Token, std::function<void()>> callbacks_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace distflow

@@ -24,17 +24,23 @@ const char* Basename(const char* path) {
 
 }  // namespace
 
-void SetMinLogSeverity(LogSeverity severity) { min_severity = static_cast<int>(severity); }
+void SetMinLogSeverity(LogSeverity severity) {
+  min_severity = static_cast<int>(severity);
+}
 
-void LogMessage(LogSeverity severity, const char* file, int line, absl::string_view message) {
-  if (static_cast<int>(severity) < min_severity && severity != LogSeverity::kFatal) return;
+void LogMessage(LogSeverity severity, const char* file, int line,
+                absl::string_view message) {
+  if (static_cast<int>(severity) < min_severity &&
+      severity != LogSeverity::kFatal)
+    return;
   static absl::Mutex mu(absl::kConstInit);
   const char letter = "IWEF"[static_cast<int>(severity)];
   const std::string time =
       absl::FormatTime("%m%d %H:%M:%E3S", absl::Now(), absl::LocalTimeZone());
   absl::MutexLock lock(&mu);
-  std::fprintf(stderr, "%c%s %s:%d] %.*s\n", letter, time.c_str(), Basename(file), line,
-               static_cast<int>(message.size()), message.data());
+  std::fprintf(stderr, "%c%s %s:%d] %.*s\n", letter, time.c_str(),
+               Basename(file), line, static_cast<int>(message.size()),
+               message.data());
   std::fflush(stderr);
 }
 
@@ -45,9 +51,11 @@ LogLine::~LogLine() {
 }
 }  // namespace internal
 
-absl::Status AddErrorContext(const absl::Status& status, absl::string_view context) {
+absl::Status AddErrorContext(const absl::Status& status,
+                             absl::string_view context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  return absl::Status(status.code(),
+                      absl::StrCat(context, ": ", status.message()));
 }
 
 }  // namespace distflow

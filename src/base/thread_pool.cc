@@ -13,7 +13,8 @@ namespace distflow {
 ThreadPool::ThreadPool(std::string name, int num_threads)
     : name_(std::move(name)),
       pool_(std::make_unique<Eigen::ThreadPool>(std::max(1, num_threads))) {
-  device_ = std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(), pool_->NumThreads());
+  device_ = std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(),
+                                                      pool_->NumThreads());
 }
 
 ThreadPool::~ThreadPool() {
@@ -21,14 +22,17 @@ ThreadPool::~ThreadPool() {
   pool_.reset();  // Eigen::ThreadPool's destructor drains the queues and joins.
 }
 
-void ThreadPool::Schedule(std::function<void()> fn) { pool_->Schedule(std::move(fn)); }
+void ThreadPool::Schedule(std::function<void()> fn) {
+  pool_->Schedule(std::move(fn));
+}
 
 void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   // Eigen's cost model: bytes loaded, bytes stored, compute cycles per unit.
-  device_->parallelFor(n, Eigen::TensorOpCost(0, 0, static_cast<double>(cost_per_unit)),
-                       [&fn](Eigen::Index begin, Eigen::Index end) { fn(begin, end); });
+  device_->parallelFor(
+      n, Eigen::TensorOpCost(0, 0, static_cast<double>(cost_per_unit)),
+      [&fn](Eigen::Index begin, Eigen::Index end) { fn(begin, end); });
 }
 
 int ThreadPool::NumThreads() const { return pool_->NumThreads(); }

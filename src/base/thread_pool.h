@@ -16,7 +16,8 @@ namespace distflow {
 
 class ThreadPool {
  public:
-  // Starts `num_threads` threads (at least one). `name` appears in error messages only.
+  // Starts `num_threads` threads (at least one). `name` appears in error
+  // messages only.
   ThreadPool(std::string name, int num_threads);
   // Waits for every scheduled closure to finish, then joins the threads.
   ~ThreadPool();
@@ -27,10 +28,11 @@ class ThreadPool {
   // Runs `fn` on some thread of the pool, later. Thread-safe.
   void Schedule(std::function<void()> fn);
 
-  // Calls fn(begin, end) on disjoint ranges covering [0, n), on the pool and the calling thread,
-  // and returns when all calls have returned. `cost_per_unit` is the rough number of cycles one
-  // unit costs; small totals run inline on the caller. Must not be called from a closure running
-  // on this same pool (that could wait on work queued behind itself).
+  // Calls fn(begin, end) on disjoint ranges covering [0, n), on the pool and
+  // the calling thread, and returns when all calls have returned.
+  // `cost_per_unit` is the rough number of cycles one unit costs; small totals
+  // run inline on the caller. Must not be called from a closure running on this
+  // same pool (that could wait on work queued behind itself).
   void ParallelFor(int64_t n, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
 

@@ -5,8 +5,8 @@
 #include <new>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/logging.h"
 #include "core/type_dispatch.h"
@@ -19,18 +19,23 @@ constexpr size_t kAlignment = 64;
 // Bytes one element occupies in a buffer.
 size_t ElementSize(DataType dtype) {
   switch (dtype) {
-    case DataType::kString: return sizeof(std::string);
-    case DataType::kResource: return sizeof(ResourceHandle);
-    default: return DataTypeSize(dtype);
+    case DataType::kString:
+      return sizeof(std::string);
+    case DataType::kResource:
+      return sizeof(ResourceHandle);
+    default:
+      return DataTypeSize(dtype);
   }
 }
 
-// A 64-byte-aligned heap buffer. For object element types (string, resource) it constructs the
-// elements and destroys them with the buffer.
+// A 64-byte-aligned heap buffer. For object element types (string, resource) it
+// constructs the elements and destroys them with the buffer.
 class AlignedBuffer : public TensorBuffer {
  public:
   AlignedBuffer(DataType dtype, int64_t num_elements, bool zero)
-      : dtype_(dtype), num_elements_(num_elements), size_(ElementSize(dtype) * num_elements) {
+      : dtype_(dtype),
+        num_elements_(num_elements),
+        size_(ElementSize(dtype) * num_elements) {
     const size_t rounded = (size_ + kAlignment - 1) / kAlignment * kAlignment;
     data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
     if (data_ == nullptr) throw std::bad_alloc();
@@ -68,14 +73,19 @@ void AppendElement(std::string* out, float v) { absl::StrAppend(out, v); }
 void AppendElement(std::string* out, double v) { absl::StrAppend(out, v); }
 void AppendElement(std::string* out, int32_t v) { absl::StrAppend(out, v); }
 void AppendElement(std::string* out, int64_t v) { absl::StrAppend(out, v); }
-void AppendElement(std::string* out, uint8_t v) { absl::StrAppend(out, static_cast<int>(v)); }
-void AppendElement(std::string* out, bool v) { out->append(v ? "true" : "false"); }
+void AppendElement(std::string* out, uint8_t v) {
+  absl::StrAppend(out, static_cast<int>(v));
+}
+void AppendElement(std::string* out, bool v) {
+  out->append(v ? "true" : "false");
+}
 void AppendElement(std::string* out, const std::string& v) {
   absl::StrAppend(out, "\"", absl::CHexEscape(v), "\"");
 }
 void AppendElement(std::string* out, const ResourceHandle& v) {
-  absl::StrAppend(out, "<", DataTypeName(v.dtype), " resource ", v.container.empty() ? "" : "/",
-                  v.container, v.name, " on ", v.device, ">");
+  absl::StrAppend(out, "<", DataTypeName(v.dtype), " resource ",
+                  v.container.empty() ? "" : "/", v.container, v.name, " on ",
+                  v.device, ">");
 }
 
 // Writes the values in numpy's layout, recursing over dimensions.
@@ -83,7 +93,10 @@ template <typename T>
 class ValuePrinter {
  public:
   ValuePrinter(const Tensor& t, bool summarize, int64_t edge_items)
-      : data_(t.data<T>()), shape_(t.shape()), summarize_(summarize), edge_items_(edge_items) {
+      : data_(t.data<T>()),
+        shape_(t.shape()),
+        summarize_(summarize),
+        edge_items_(edge_items) {
     strides_.assign(shape_.dims(), 1);
     for (int d = shape_.dims() - 2; d >= 0; --d) {
       strides_[d] = strides_[d + 1] * shape_.dim_size(d + 1);
@@ -126,27 +139,37 @@ class ValuePrinter {
 Tensor::Tensor(DataType dtype, const TensorShape& shape)
     : dtype_(dtype),
       shape_(shape),
-      buffer_(std::make_shared<AlignedBuffer>(dtype, shape.num_elements(), /*zero=*/true)) {
-  DF_CHECK(DataTypeIsValid(dtype)) << "Tensor of invalid dtype " << static_cast<int>(dtype);
+      buffer_(std::make_shared<AlignedBuffer>(dtype, shape.num_elements(),
+                                              /*zero=*/true)) {
+  DF_CHECK(DataTypeIsValid(dtype))
+      << "Tensor of invalid dtype " << static_cast<int>(dtype);
 }
 
-Tensor::Tensor(DataType dtype, const TensorShape& shape, std::shared_ptr<TensorBuffer> buffer,
-               size_t offset)
-    : dtype_(dtype), shape_(shape), buffer_(std::move(buffer)), offset_(offset) {
-  DF_CHECK(DataTypeIsValid(dtype)) << "Tensor of invalid dtype " << static_cast<int>(dtype);
+Tensor::Tensor(DataType dtype, const TensorShape& shape,
+               std::shared_ptr<TensorBuffer> buffer, size_t offset)
+    : dtype_(dtype),
+      shape_(shape),
+      buffer_(std::move(buffer)),
+      offset_(offset) {
+  DF_CHECK(DataTypeIsValid(dtype))
+      << "Tensor of invalid dtype " << static_cast<int>(dtype);
   DF_CHECK(buffer_ != nullptr);
   DF_CHECK(offset_ + TotalBytes() <= buffer_->size())
-      << "buffer of " << buffer_->size() << " bytes is too small for " << TypeString()
-      << " at offset " << offset_;
+      << "buffer of " << buffer_->size() << " bytes is too small for "
+      << TypeString() << " at offset " << offset_;
 }
 
 Tensor Tensor::Uninitialized(DataType dtype, const TensorShape& shape) {
-  DF_CHECK(DataTypeIsValid(dtype)) << "Tensor of invalid dtype " << static_cast<int>(dtype);
+  DF_CHECK(DataTypeIsValid(dtype))
+      << "Tensor of invalid dtype " << static_cast<int>(dtype);
   return Tensor(dtype, shape,
-                std::make_shared<AlignedBuffer>(dtype, shape.num_elements(), /*zero=*/false));
+                std::make_shared<AlignedBuffer>(dtype, shape.num_elements(),
+                                                /*zero=*/false));
 }
 
-size_t Tensor::TotalBytes() const { return ElementSize(dtype_) * shape_.num_elements(); }
+size_t Tensor::TotalBytes() const {
+  return ElementSize(dtype_) * shape_.num_elements();
+}
 
 void* Tensor::raw_data() const {
   if (buffer_ == nullptr) return nullptr;
@@ -172,7 +195,8 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   TensorShape shape;
   shape.AddDim(end - begin);
   for (int d = 1; d < dims(); ++d) shape.AddDim(dim_size(d));
-  const int64_t row_elements = dim_size(0) == 0 ? 0 : NumElements() / dim_size(0);
+  const int64_t row_elements =
+      dim_size(0) == 0 ? 0 : NumElements() / dim_size(0);
   Tensor result = *this;
   result.shape_ = shape;
   result.offset_ = offset_ + begin * row_elements * ElementSize(dtype_);
@@ -181,10 +205,9 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
 
 absl::StatusOr<Tensor> Tensor::Reshape(const TensorShape& shape) const {
   if (shape.num_elements() != NumElements()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", TypeString(), " (",
-                                                   NumElements(), " elements) to ",
-                                                   shape.DebugString(), " (",
-                                                   shape.num_elements(), " elements)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot reshape ", TypeString(), " (", NumElements(), " elements) to ",
+        shape.DebugString(), " (", shape.num_elements(), " elements)"));
   }
   Tensor result = *this;
   result.shape_ = shape;
@@ -213,7 +236,8 @@ std::string Tensor::TypeString() const {
   return absl::StrCat(DataTypeName(dtype_), shape_.DebugString());
 }
 
-std::string Tensor::DebugString(int64_t summarize_above, int64_t edge_items) const {
+std::string Tensor::DebugString(int64_t summarize_above,
+                                int64_t edge_items) const {
   if (!IsInitialized()) return "<uninitialized tensor>";
   std::string out;
   const bool summarize = NumElements() > summarize_above;

@@ -17,10 +17,13 @@ int64_t MultiplyWithoutOverflow(int64_t a, int64_t b) {
 }
 
 std::string DimsString(const std::vector<int64_t>& dims) {
-  return absl::StrCat(
-      "[", absl::StrJoin(dims, ",", [](std::string* out, int64_t d) {
-        absl::StrAppend(out, d < 0 ? "?" : absl::StrCat(d));
-      }), "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(dims, ",",
+                                    [](std::string* out, int64_t d) {
+                                      absl::StrAppend(
+                                          out, d < 0 ? "?" : absl::StrCat(d));
+                                    }),
+                      "]");
 }
 
 }  // namespace
@@ -29,7 +32,8 @@ TensorShape::TensorShape(std::initializer_list<int64_t> dims) {
   for (int64_t d : dims) AddDim(d);
 }
 
-absl::StatusOr<TensorShape> TensorShape::FromDims(absl::Span<const int64_t> dims) {
+absl::StatusOr<TensorShape> TensorShape::FromDims(
+    absl::Span<const int64_t> dims) {
   TensorShape shape;
   for (int64_t d : dims) {
     if (d < 0) {
@@ -61,13 +65,15 @@ std::string TensorShape::DebugString() const { return DimsString(dims_); }
 
 PartialTensorShape::PartialTensorShape(std::initializer_list<int64_t> dims)
     : unknown_rank_(false), dims_(dims) {
-  for (int64_t d : dims_) DF_CHECK(d >= -1) << "dimension " << d << " (use -1 for unknown)";
+  for (int64_t d : dims_)
+    DF_CHECK(d >= -1) << "dimension " << d << " (use -1 for unknown)";
 }
 
 PartialTensorShape::PartialTensorShape(const TensorShape& shape)
     : unknown_rank_(false), dims_(shape.dim_sizes()) {}
 
-absl::StatusOr<PartialTensorShape> PartialTensorShape::FromDims(absl::Span<const int64_t> dims) {
+absl::StatusOr<PartialTensorShape> PartialTensorShape::FromDims(
+    absl::Span<const int64_t> dims) {
   PartialTensorShape shape;
   shape.unknown_rank_ = false;
   for (int64_t d : dims) {
@@ -113,7 +119,8 @@ absl::StatusOr<TensorShape> PartialTensorShape::AsTensorShape() const {
   return TensorShape::FromDims(dims_);
 }
 
-bool PartialTensorShape::IsCompatibleWith(const PartialTensorShape& other) const {
+bool PartialTensorShape::IsCompatibleWith(
+    const PartialTensorShape& other) const {
   return MergeWith(other).ok();
 }
 
@@ -122,8 +129,9 @@ absl::StatusOr<PartialTensorShape> PartialTensorShape::MergeWith(
   if (unknown_rank_) return other;
   if (other.unknown_rank_) return *this;
   auto incompatible = [&] {
-    return absl::InvalidArgumentError(absl::StrCat("shapes ", DebugString(), " and ",
-                                                   other.DebugString(), " are incompatible"));
+    return absl::InvalidArgumentError(absl::StrCat("shapes ", DebugString(),
+                                                   " and ", other.DebugString(),
+                                                   " are incompatible"));
   };
   if (dims_.size() != other.dims_.size()) return incompatible();
   PartialTensorShape merged = *this;

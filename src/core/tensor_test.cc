@@ -9,13 +9,14 @@ namespace distflow {
 namespace {
 
 TEST(TensorTest, AllocatesZeroedAlignedBuffers) {
-  for (DataType dt : {DataType::kFloat, DataType::kDouble, DataType::kInt32, DataType::kInt64,
-                      DataType::kUInt8, DataType::kBool}) {
+  for (DataType dt : {DataType::kFloat, DataType::kDouble, DataType::kInt32,
+                      DataType::kInt64, DataType::kUInt8, DataType::kBool}) {
     Tensor t(dt, TensorShape({3, 5}));
     EXPECT_EQ(t.dtype(), dt);
     EXPECT_EQ(t.NumElements(), 15);
     EXPECT_EQ(t.TotalBytes(), 15 * DataTypeSize(dt));
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u) << DataTypeName(dt);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u)
+        << DataTypeName(dt);
     const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
     for (size_t i = 0; i < t.TotalBytes(); ++i) ASSERT_EQ(bytes[i], 0);
   }
@@ -33,7 +34,8 @@ TEST(TensorTest, BuildersAndElementAccess) {
   EXPECT_EQ(Tensor::Scalar<std::string>("hi").scalar<std::string>(), "hi");
   auto bad = Tensor::FromValues<float>(TensorShape({2, 2}), {1, 2, 3});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("[2,2] has 4 elements but 3"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("[2,2] has 4 elements but 3"),
+            std::string::npos);
 }
 
 TEST(TensorTest, CopiesShareTheBuffer) {
@@ -50,7 +52,9 @@ TEST(TensorTest, CopiesShareTheBuffer) {
 }
 
 TEST(TensorTest, SliceAlongDimZeroIsAView) {
-  Tensor t = Tensor::FromValues<int32_t>(TensorShape({4, 2}), {0, 1, 2, 3, 4, 5, 6, 7}).value();
+  Tensor t =
+      Tensor::FromValues<int32_t>(TensorShape({4, 2}), {0, 1, 2, 3, 4, 5, 6, 7})
+          .value();
   Tensor rows = t.Slice(1, 3);
   EXPECT_EQ(rows.shape(), TensorShape({2, 2}));
   EXPECT_TRUE(rows.SharesBufferWith(t));
@@ -72,17 +76,20 @@ TEST(TensorTest, ReshapeSharesBufferOrNamesTheShapes) {
   auto bad = t.Reshape(TensorShape({4, 2}));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("float32[6]"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("float32[6]"), std::string::npos)
+      << bad.status();
   EXPECT_NE(bad.status().message().find("[4,2]"), std::string::npos);
 }
 
 TEST(TensorTest, DebugStringReadsLikeNumpy) {
   EXPECT_EQ(Tensor::Matrix<int32_t>({{20}}).DebugString(), "[[20]]");
-  EXPECT_EQ(Tensor::Matrix<float>({{1.5, 2}, {3, 4}}).DebugString(), "[[1.5 2]\n [3 4]]");
+  EXPECT_EQ(Tensor::Matrix<float>({{1.5, 2}, {3, 4}}).DebugString(),
+            "[[1.5 2]\n [3 4]]");
   EXPECT_EQ(Tensor::Scalar<double>(0.25).DebugString(), "0.25");
   EXPECT_EQ(Tensor::Vector<bool>({true, false}).DebugString(), "[true false]");
   EXPECT_EQ(Tensor::Vector<std::string>({"a\n"}).DebugString(), "[\"a\\n\"]");
-  Tensor cube = Tensor::FromValues<int32_t>(TensorShape({2, 1, 2}), {1, 2, 3, 4}).value();
+  Tensor cube =
+      Tensor::FromValues<int32_t>(TensorShape({2, 1, 2}), {1, 2, 3, 4}).value();
   EXPECT_EQ(cube.DebugString(), "[[[1 2]]\n\n [[3 4]]]");
   EXPECT_EQ(Tensor().DebugString(), "<uninitialized tensor>");
 }

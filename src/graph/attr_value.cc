@@ -8,53 +8,76 @@
 namespace distflow {
 namespace {
 
-absl::StatusOr<const proto::AttrValue*> Find(const AttrMap& attrs, absl::string_view name) {
+absl::StatusOr<const proto::AttrValue*> Find(const AttrMap& attrs,
+                                             absl::string_view name) {
   auto it = attrs.find(std::string(name));
   if (it == attrs.end()) {
-    return absl::NotFoundError(absl::StrCat("attribute '", name, "' is missing"));
+    return absl::NotFoundError(
+        absl::StrCat("attribute '", name, "' is missing"));
   }
   return &it->second;
 }
 
-absl::Status WrongKind(absl::string_view name, const proto::AttrValue& v, AttrType want) {
+absl::Status WrongKind(absl::string_view name, const proto::AttrValue& v,
+                       AttrType want) {
   auto have = AttrTypeOf(v);
   return absl::InvalidArgumentError(
-      absl::StrCat("attribute '", name, "' holds ", have.ok() ? AttrTypeName(*have) : "nothing",
-                   ", expected ", AttrTypeName(want)));
+      absl::StrCat("attribute '", name, "' holds ",
+                   have.ok() ? AttrTypeName(*have) : "nothing", ", expected ",
+                   AttrTypeName(want)));
 }
 
 }  // namespace
 
 std::string AttrTypeName(AttrType type) {
   switch (type) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kBool: return "bool";
-    case AttrType::kString: return "string";
-    case AttrType::kType: return "type";
-    case AttrType::kShape: return "shape";
-    case AttrType::kTensor: return "tensor";
-    case AttrType::kIntList: return "list(int)";
-    case AttrType::kFloatList: return "list(float)";
-    case AttrType::kTypeList: return "list(type)";
-    case AttrType::kShapeList: return "list(shape)";
-    case AttrType::kStringList: return "list(string)";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kType:
+      return "type";
+    case AttrType::kShape:
+      return "shape";
+    case AttrType::kTensor:
+      return "tensor";
+    case AttrType::kIntList:
+      return "list(int)";
+    case AttrType::kFloatList:
+      return "list(float)";
+    case AttrType::kTypeList:
+      return "list(type)";
+    case AttrType::kShapeList:
+      return "list(shape)";
+    case AttrType::kStringList:
+      return "list(string)";
   }
   return "unknown";
 }
 
 absl::StatusOr<AttrType> AttrTypeOf(const proto::AttrValue& value) {
   switch (value.value_case()) {
-    case proto::AttrValue::kI: return AttrType::kInt;
-    case proto::AttrValue::kF: return AttrType::kFloat;
-    case proto::AttrValue::kB: return AttrType::kBool;
-    case proto::AttrValue::kS: return AttrType::kString;
-    case proto::AttrValue::kType: return AttrType::kType;
-    case proto::AttrValue::kShape: return AttrType::kShape;
-    case proto::AttrValue::kTensor: return AttrType::kTensor;
+    case proto::AttrValue::kI:
+      return AttrType::kInt;
+    case proto::AttrValue::kF:
+      return AttrType::kFloat;
+    case proto::AttrValue::kB:
+      return AttrType::kBool;
+    case proto::AttrValue::kS:
+      return AttrType::kString;
+    case proto::AttrValue::kType:
+      return AttrType::kType;
+    case proto::AttrValue::kShape:
+      return AttrType::kShape;
+    case proto::AttrValue::kTensor:
+      return AttrType::kTensor;
     case proto::AttrValue::kList: {
-      // A list records its kind by which repeated field is used; an empty list has none and is
-      // accepted as any list kind by the op validator.
+      // A list records its kind by which repeated field is used; an empty list
+      // has none and is accepted as any list kind by the op validator.
       const auto& l = value.list();
       if (l.i_size() > 0) return AttrType::kIntList;
       if (l.f_size() > 0) return AttrType::kFloatList;
@@ -63,21 +86,36 @@ absl::StatusOr<AttrType> AttrTypeOf(const proto::AttrValue& value) {
       if (l.s_size() > 0) return AttrType::kStringList;
       return AttrType::kIntList;
     }
-    case proto::AttrValue::VALUE_NOT_SET: break;
+    case proto::AttrValue::VALUE_NOT_SET:
+      break;
   }
   return absl::InvalidArgumentError("attribute value is empty");
 }
 
-proto::AttrValue MakeAttr(int64_t v) { proto::AttrValue a; a.set_i(v); return a; }
+proto::AttrValue MakeAttr(int64_t v) {
+  proto::AttrValue a;
+  a.set_i(v);
+  return a;
+}
 proto::AttrValue MakeAttr(int v) { return MakeAttr(static_cast<int64_t>(v)); }
-proto::AttrValue MakeAttr(float v) { proto::AttrValue a; a.set_f(v); return a; }
-proto::AttrValue MakeAttr(bool v) { proto::AttrValue a; a.set_b(v); return a; }
+proto::AttrValue MakeAttr(float v) {
+  proto::AttrValue a;
+  a.set_f(v);
+  return a;
+}
+proto::AttrValue MakeAttr(bool v) {
+  proto::AttrValue a;
+  a.set_b(v);
+  return a;
+}
 proto::AttrValue MakeAttr(absl::string_view v) {
   proto::AttrValue a;
   a.set_s(std::string(v));
   return a;
 }
-proto::AttrValue MakeAttr(const char* v) { return MakeAttr(absl::string_view(v)); }
+proto::AttrValue MakeAttr(const char* v) {
+  return MakeAttr(absl::string_view(v));
+}
 proto::AttrValue MakeAttr(DataType v) {
   proto::AttrValue a;
   a.set_type(DataTypeToProto(v));
@@ -88,7 +126,9 @@ proto::AttrValue MakeAttr(const PartialTensorShape& v) {
   ShapeToProto(v, a.mutable_shape());
   return a;
 }
-proto::AttrValue MakeAttr(const TensorShape& v) { return MakeAttr(PartialTensorShape(v)); }
+proto::AttrValue MakeAttr(const TensorShape& v) {
+  return MakeAttr(PartialTensorShape(v));
+}
 proto::AttrValue MakeAttr(const Tensor& v) {
   proto::AttrValue a;
   TensorToProto(v, a.mutable_tensor());
@@ -125,12 +165,14 @@ proto::AttrValue MakeAttr(const std::vector<std::string>& v) {
   return a;
 }
 
-#define DF_GET_SCALAR_ATTR_(CType, Case, kind, getter)                                  \
-  absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, CType* out) {     \
-    DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));                  \
-    if (v->value_case() != proto::AttrValue::Case) return WrongKind(name, *v, kind);    \
-    *out = static_cast<CType>(v->getter());                                             \
-    return absl::OkStatus();                                                            \
+#define DF_GET_SCALAR_ATTR_(CType, Case, kind, getter)                 \
+  absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,   \
+                       CType* out) {                                   \
+    DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name)); \
+    if (v->value_case() != proto::AttrValue::Case)                     \
+      return WrongKind(name, *v, kind);                                \
+    *out = static_cast<CType>(v->getter());                            \
+    return absl::OkStatus();                                           \
   }
 DF_GET_SCALAR_ATTR_(int64_t, kI, AttrType::kInt, i)
 DF_GET_SCALAR_ATTR_(int, kI, AttrType::kInt, i)
@@ -139,47 +181,64 @@ DF_GET_SCALAR_ATTR_(bool, kB, AttrType::kBool, b)
 DF_GET_SCALAR_ATTR_(std::string, kS, AttrType::kString, s)
 #undef DF_GET_SCALAR_ATTR_
 
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, DataType* out) {
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     DataType* out) {
   DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kType) return WrongKind(name, *v, AttrType::kType);
+  if (v->value_case() != proto::AttrValue::kType)
+    return WrongKind(name, *v, AttrType::kType);
   auto dtype = DataTypeFromProto(v->type());
-  if (!dtype.ok()) return AddErrorContext(dtype.status(), absl::StrCat("attribute '", name, "'"));
+  if (!dtype.ok())
+    return AddErrorContext(dtype.status(),
+                           absl::StrCat("attribute '", name, "'"));
   *out = *dtype;
   return absl::OkStatus();
 }
 
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, PartialTensorShape* out) {
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     PartialTensorShape* out) {
   DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kShape) return WrongKind(name, *v, AttrType::kShape);
+  if (v->value_case() != proto::AttrValue::kShape)
+    return WrongKind(name, *v, AttrType::kShape);
   auto shape = PartialShapeFromProto(v->shape());
-  if (!shape.ok()) return AddErrorContext(shape.status(), absl::StrCat("attribute '", name, "'"));
+  if (!shape.ok())
+    return AddErrorContext(shape.status(),
+                           absl::StrCat("attribute '", name, "'"));
   *out = *shape;
   return absl::OkStatus();
 }
 
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, Tensor* out) {
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     Tensor* out) {
   DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kTensor) return WrongKind(name, *v, AttrType::kTensor);
+  if (v->value_case() != proto::AttrValue::kTensor)
+    return WrongKind(name, *v, AttrType::kTensor);
   auto t = TensorFromProto(v->tensor());
-  if (!t.ok()) return AddErrorContext(t.status(), absl::StrCat("attribute '", name, "'"));
+  if (!t.ok())
+    return AddErrorContext(t.status(), absl::StrCat("attribute '", name, "'"));
   *out = *t;
   return absl::OkStatus();
 }
 
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, std::vector<int64_t>* out) {
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     std::vector<int64_t>* out) {
   DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kList) return WrongKind(name, *v, AttrType::kIntList);
+  if (v->value_case() != proto::AttrValue::kList)
+    return WrongKind(name, *v, AttrType::kIntList);
   out->assign(v->list().i().begin(), v->list().i().end());
   return absl::OkStatus();
 }
 
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, std::vector<DataType>* out) {
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     std::vector<DataType>* out) {
   DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kList) return WrongKind(name, *v, AttrType::kTypeList);
+  if (v->value_case() != proto::AttrValue::kList)
+    return WrongKind(name, *v, AttrType::kTypeList);
   out->clear();
   for (int t : v->list().type()) {
     auto dtype = DataTypeFromProto(t);
-    if (!dtype.ok()) return AddErrorContext(dtype.status(), absl::StrCat("attribute '", name, "'"));
+    if (!dtype.ok())
+      return AddErrorContext(dtype.status(),
+                             absl::StrCat("attribute '", name, "'"));
     out->push_back(*dtype);
   }
   return absl::OkStatus();
@@ -197,18 +256,24 @@ absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
 
 std::string AttrValueString(const proto::AttrValue& value) {
   switch (value.value_case()) {
-    case proto::AttrValue::kI: return absl::StrCat(value.i());
-    case proto::AttrValue::kF: return absl::StrCat(value.f());
-    case proto::AttrValue::kB: return value.b() ? "true" : "false";
-    case proto::AttrValue::kS: return absl::StrCat("\"", value.s(), "\"");
-    case proto::AttrValue::kType: return DataTypeName(static_cast<DataType>(value.type()));
+    case proto::AttrValue::kI:
+      return absl::StrCat(value.i());
+    case proto::AttrValue::kF:
+      return absl::StrCat(value.f());
+    case proto::AttrValue::kB:
+      return value.b() ? "true" : "false";
+    case proto::AttrValue::kS:
+      return absl::StrCat("\"", value.s(), "\"");
+    case proto::AttrValue::kType:
+      return DataTypeName(static_cast<DataType>(value.type()));
     case proto::AttrValue::kShape: {
       auto s = PartialShapeFromProto(value.shape());
       return s.ok() ? s->DebugString() : "<bad shape>";
     }
     case proto::AttrValue::kTensor: {
       auto t = TensorFromProto(value.tensor());
-      return t.ok() ? absl::StrCat(t->TypeString(), " ", t->DebugString(20, 3)) : "<bad tensor>";
+      return t.ok() ? absl::StrCat(t->TypeString(), " ", t->DebugString(20, 3))
+                    : "<bad tensor>";
     }
     case proto::AttrValue::kList: {
       const auto& l = value.list();
@@ -216,7 +281,8 @@ std::string AttrValueString(const proto::AttrValue& value) {
       for (auto i : l.i()) items.push_back(absl::StrCat(i));
       for (auto f : l.f()) items.push_back(absl::StrCat(f));
       for (auto b : l.b()) items.push_back(b ? "true" : "false");
-      for (auto t : l.type()) items.push_back(DataTypeName(static_cast<DataType>(t)));
+      for (auto t : l.type())
+        items.push_back(DataTypeName(static_cast<DataType>(t)));
       for (const auto& s : l.s()) items.push_back(absl::StrCat("\"", s, "\""));
       for (const auto& sh : l.shape()) {
         auto s = PartialShapeFromProto(sh);
@@ -224,7 +290,8 @@ std::string AttrValueString(const proto::AttrValue& value) {
       }
       return absl::StrCat("[", absl::StrJoin(items, ","), "]");
     }
-    case proto::AttrValue::VALUE_NOT_SET: break;
+    case proto::AttrValue::VALUE_NOT_SET:
+      break;
   }
   return "<empty>";
 }

@@ -20,8 +20,18 @@ using AttrMap = google::protobuf::Map<std::string, proto::AttrValue>;
 
 // The kinds of value an attribute can hold.
 enum class AttrType {
-  kInt, kFloat, kBool, kString, kType, kShape, kTensor,
-  kIntList, kFloatList, kTypeList, kShapeList, kStringList,
+  kInt,
+  kFloat,
+  kBool,
+  kString,
+  kType,
+  kShape,
+  kTensor,
+  kIntList,
+  kFloatList,
+  kTypeList,
+  kShapeList,
+  kStringList,
 };
 
 std::string AttrTypeName(AttrType type);
@@ -44,21 +54,30 @@ proto::AttrValue MakeAttr(const std::vector<DataType>& v);
 proto::AttrValue MakeAttr(const std::vector<PartialTensorShape>& v);
 proto::AttrValue MakeAttr(const std::vector<std::string>& v);
 
-// Reads attribute `name` of `attrs` into `*out`. NOT_FOUND if absent; INVALID_ARGUMENT if it holds
-// another kind of value or an invalid one. Messages name the attribute.
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, int64_t* out);
+// Reads attribute `name` of `attrs` into `*out`. NOT_FOUND if absent;
+// INVALID_ARGUMENT if it holds another kind of value or an invalid one.
+// Messages name the attribute.
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     int64_t* out);
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, int* out);
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, float* out);
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, bool* out);
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, std::string* out);
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, DataType* out);
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, PartialTensorShape* out);
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     std::string* out);
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     DataType* out);
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     PartialTensorShape* out);
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, Tensor* out);
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, std::vector<int64_t>* out);
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, std::vector<DataType>* out);
-absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, std::vector<std::string>* out);
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     std::vector<int64_t>* out);
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     std::vector<DataType>* out);
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
+                     std::vector<std::string>* out);
 
-// A short readable form of the value: 3, "abc", float32, [2,3], float32[2] tensor, [1,2].
+// A short readable form of the value: 3, "abc", float32, [2,3], float32[2]
+// tensor, [1,2].
 std::string AttrValueString(const proto::AttrValue& value);
 
 }  // namespace distflow

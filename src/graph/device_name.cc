@@ -12,10 +12,11 @@ namespace distflow {
 namespace {
 
 absl::Status BadName(absl::string_view name, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "device name '", name, "' is malformed: ", why,
-      "; expected /job:NAME/replica:N/task:N/device:TYPE:N or a part of it, such as /job:ps/task:1 "
-      "or /cpu:0"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("device name '", name, "' is malformed: ", why,
+                   "; expected /job:NAME/replica:N/task:N/device:TYPE:N or a "
+                   "part of it, such as /job:ps/task:1 "
+                   "or /cpu:0"));
 }
 
 bool ParseIndex(absl::string_view s, int* out) {
@@ -24,9 +25,11 @@ bool ParseIndex(absl::string_view s, int* out) {
 
 // A job name or device type: a letter, then letters, digits or '_'.
 bool ValidName(absl::string_view s) {
-  if (s.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(s[0]))) return false;
+  if (s.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(s[0])))
+    return false;
   for (char c : s) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_')
+      return false;
   }
   return true;
 }
@@ -37,12 +40,14 @@ absl::StatusOr<DeviceName> DeviceName::Parse(absl::string_view name) {
   DeviceName d;
   if (name.empty()) return d;
   if (name[0] != '/') return BadName(name, "it must start with '/'");
-  std::vector<absl::string_view> parts = absl::StrSplit(name.substr(1), '/', absl::SkipEmpty());
+  std::vector<absl::string_view> parts =
+      absl::StrSplit(name.substr(1), '/', absl::SkipEmpty());
   for (absl::string_view part : parts) {
     std::vector<absl::string_view> kv = absl::StrSplit(part, ':');
     const std::string key = absl::AsciiStrToLower(kv[0]);
     if (key == "job" && kv.size() == 2) {
-      if (!ValidName(kv[1])) return BadName(name, absl::StrCat("bad job name '", kv[1], "'"));
+      if (!ValidName(kv[1]))
+        return BadName(name, absl::StrCat("bad job name '", kv[1], "'"));
       d.job = std::string(kv[1]);
     } else if ((key == "replica" || key == "task") && kv.size() == 2) {
       int v;
@@ -84,7 +89,8 @@ std::string DeviceName::ToString() const {
   if (job) absl::StrAppend(&s, "/job:", *job);
   if (replica) absl::StrAppend(&s, "/replica:", *replica);
   if (task) absl::StrAppend(&s, "/task:", *task);
-  if (type) absl::StrAppend(&s, "/device:", *type, ":", id ? absl::StrCat(*id) : "*");
+  if (type)
+    absl::StrAppend(&s, "/device:", *type, ":", id ? absl::StrCat(*id) : "*");
   return s;
 }
 
@@ -107,7 +113,8 @@ bool DeviceName::Matches(const DeviceName& device) const {
   return true;
 }
 
-absl::StatusOr<std::string> MergeDeviceNames(absl::string_view outer, absl::string_view inner) {
+absl::StatusOr<std::string> MergeDeviceNames(absl::string_view outer,
+                                             absl::string_view inner) {
   DF_ASSIGN_OR_RETURN(DeviceName merged, DeviceName::Parse(outer));
   DF_ASSIGN_OR_RETURN(DeviceName in, DeviceName::Parse(inner));
   merged.MergeFrom(in);

@@ -81,13 +81,14 @@ TEST(DeviceNameTest, ToStringIsCanonicalAndRoundTrips) {
 }
 
 TEST(DeviceNameTest, MalformedNamesAreInvalidArgumentNamingTheString) {
-  for (const char* bad : {"job:ps", "/task:x", "/job:ps/foo:1", "/task:-1", "/job:", "/job:1ps",
-                          "/device:CPU", "/device:CPU:x", "/cpu:zero", "/job:ps/task:1:2",
-                          "/device::0"}) {
+  for (const char* bad : {"job:ps", "/task:x", "/job:ps/foo:1", "/task:-1",
+                          "/job:", "/job:1ps", "/device:CPU", "/device:CPU:x",
+                          "/cpu:zero", "/job:ps/task:1:2", "/device::0"}) {
     auto d = DeviceName::Parse(bad);
     ASSERT_FALSE(d.ok()) << bad << " parsed as " << d->ToString();
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_THAT(d.status().message(), HasSubstr(absl::StrCat("'", bad, "'"))) << bad;
+    EXPECT_THAT(d.status().message(), HasSubstr(absl::StrCat("'", bad, "'")))
+        << bad;
   }
 }
 

@@ -1,8 +1,9 @@
 // The dataflow graph: nodes (op instances) joined by data and control edges.
 //
-// A Graph is built single-threaded; once built it may be read from many threads. Every node is
-// validated when added (its op exists, attributes and input types fit the op, shapes agree), so a
-// Graph is always well-formed and acyclic: a node's inputs must already be in the graph.
+// A Graph is built single-threaded; once built it may be read from many
+// threads. Every node is validated when added (its op exists, attributes and
+// input types fit the op, shapes agree), so a Graph is always well-formed and
+// acyclic: a node's inputs must already be in the graph.
 #ifndef DISTFLOW_GRAPH_GRAPH_H_
 #define DISTFLOW_GRAPH_GRAPH_H_
 
@@ -29,8 +30,8 @@ struct Endpoint {
   int index = 0;
 };
 
-// An edge leaving a node: data (from output `src_output` into input `dst_input` of `dst`) or
-// control (both indices kControlSlot).
+// An edge leaving a node: data (from output `src_output` into input `dst_input`
+// of `dst`) or control (both indices kControlSlot).
 struct OutEdge {
   static constexpr int kControlSlot = -1;
   Node* dst = nullptr;
@@ -58,20 +59,29 @@ class Node {
   DataType input_type(int i) const { return input_types_[i]; }
   DataType output_type(int i) const { return output_types_[i]; }
   const std::vector<DataType>& output_types() const { return output_types_; }
-  const PartialTensorShape& output_shape(int i) const { return output_shapes_[i]; }
+  const PartialTensorShape& output_shape(int i) const {
+    return output_shapes_[i];
+  }
 
   // The device the user asked for (possibly partial); may be empty.
   const std::string& requested_device() const { return def_.device(); }
-  void set_requested_device(const std::string& device) { def_.set_device(device); }
+  void set_requested_device(const std::string& device) {
+    def_.set_device(device);
+  }
   // The device the placer chose; empty before placement.
   const std::string& assigned_device() const { return def_.assigned_device(); }
-  void set_assigned_device(const std::string& device) { def_.set_assigned_device(device); }
-  // Sets or replaces an attribute that needs no validation against the op (such as "_class").
+  void set_assigned_device(const std::string& device) {
+    def_.set_assigned_device(device);
+  }
+  // Sets or replaces an attribute that needs no validation against the op (such
+  // as "_class").
   void SetInternalAttr(const std::string& name, proto::AttrValue value);
 
   bool is_stateful() const { return op_def_->is_stateful; }
   // The value of a Const node, decoded once; nullptr for other ops.
-  const Tensor* constant_value() const { return has_constant_ ? &constant_ : nullptr; }
+  const Tensor* constant_value() const {
+    return has_constant_ ? &constant_ : nullptr;
+  }
 
   // "MatMul 'product'": how error messages name a node.
   std::string DebugName() const;
@@ -99,14 +109,20 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // Validates `def` and adds it. Inputs ("node", "node:1", "^node") must name nodes already in the
-  // graph. Type attributes left unset are inferred from the inputs; missing attributes take their
-  // defaults; output shapes are inferred. Errors are INVALID_ARGUMENT (NOT_FOUND for an unknown op)
-  // and name the node, its op and, for shape errors, the shapes.
+  // Validates `def` and adds it. Inputs ("node", "node:1", "^node") must name
+  // nodes already in the graph. Type attributes left unset are inferred from
+  // the inputs; missing attributes take their defaults; output shapes are
+  // inferred. Errors are INVALID_ARGUMENT (NOT_FOUND for an unknown op) and
+  // name the node, its op and, for shape errors, the shapes.
   absl::StatusOr<Node*> AddNode(proto::NodeDef def);
 
-  // Adds a control edge src -> dst; INVALID_ARGUMENT naming both if it would create a cycle.
+  // Adds a control edge src -> dst; INVALID_ARGUMENT naming both if it would
+  // create a cycle.
   absl::Status AddControlEdge(Node* src, Node* dst);
+
+  // Removes the nodes with id >= num_nodes (the most recently added) and their
+  // edges: undoes a partly failed batch of AddNode calls.
+  void TruncateTo(int num_nodes);
 
   Node* FindNode(const std::string& name) const;
   // Nodes in the order they were added (a topological order); index == id.
@@ -114,16 +130,18 @@ class Graph {
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   const OpRegistry* registry() const { return registry_; }
 
-  // A name not yet used in this graph: `base` itself if free, else base_1, base_2, ...
+  // A name not yet used in this graph: `base` itself if free, else base_1,
+  // base_2, ...
   std::string UniqueName(const std::string& base);
 
   // Appends every node, in id order, to `out` (which is cleared first).
   void ToGraphDef(proto::GraphDef* out) const;
-  // Appends nodes with id >= first_id: what a session must add to a graph it has seen up to
-  // first_id.
+  // Appends nodes with id >= first_id: what a session must add to a graph it
+  // has seen up to first_id.
   void ToGraphDefSince(int first_id, proto::GraphDef* out) const;
 
-  // Named lists of node names that build APIs share, such as the variable initializers.
+  // Named lists of node names that build APIs share, such as the variable
+  // initializers.
   void AddToCollection(const std::string& key, const std::string& node_name);
   const std::vector<std::string>& GetCollection(const std::string& key) const;
 
@@ -140,7 +158,8 @@ class Graph {
   std::map<std::string, std::vector<std::string>> collections_;
 };
 
-// Parses an input string: "x" -> ("x", 0), "x:2" -> ("x", 2), "^x" -> ("x", control).
+// Parses an input string: "x" -> ("x", 0), "x:2" -> ("x", 2), "^x" -> ("x",
+// control).
 struct ParsedInput {
   std::string node;
   int index = 0;
@@ -149,7 +168,8 @@ struct ParsedInput {
 absl::StatusOr<ParsedInput> ParseInputName(const std::string& input);
 
 // Collection keys.
-inline constexpr char kVariableInitializersCollection[] = "variable_initializers";
+inline constexpr char kVariableInitializersCollection[] =
+    "variable_initializers";
 inline constexpr char kGlobalVariablesCollection[] = "global_variables";
 
 }  // namespace distflow

@@ -14,9 +14,11 @@ namespace distflow {
 namespace {
 
 // One node of a cycle, and the walk back around it, for the error message.
-std::string DescribeCycle(const proto::GraphDef& def, const std::vector<int>& remaining_inputs,
+std::string DescribeCycle(const proto::GraphDef& def,
+                          const std::vector<int>& remaining_inputs,
                           const absl::flat_hash_map<std::string, int>& index) {
-  // Every node left has an unresolved input among the nodes left: follow those until one repeats.
+  // Every node left has an unresolved input among the nodes left: follow those
+  // until one repeats.
   int start = -1;
   for (int i = 0; i < def.node_size(); ++i) {
     if (remaining_inputs[i] > 0) {
@@ -49,7 +51,8 @@ std::string DescribeCycle(const proto::GraphDef& def, const std::vector<int>& re
     }
     names.push_back(def.node(current).name());
   }
-  // The walk follows inputs (consumer -> producer); print it in data-flow order.
+  // The walk follows inputs (consumer -> producer); print it in data-flow
+  // order.
   std::reverse(names.begin(), names.end());
   return absl::StrJoin(names, " -> ");
 }
@@ -59,8 +62,10 @@ std::string DescribeCycle(const proto::GraphDef& def, const std::vector<int>& re
 absl::Status ImportGraphDef(const proto::GraphDef& def, Graph* graph) {
   if (def.version() > kGraphDefVersion) {
     return absl::InvalidArgumentError(
-        absl::StrCat("GraphDef version ", def.version(), " is newer than this build of distflow "
-                     "reads (", kGraphDefVersion, "); upgrade distflow"));
+        absl::StrCat("GraphDef version ", def.version(),
+                     " is newer than this build of distflow "
+                     "reads (",
+                     kGraphDefVersion, "); upgrade distflow"));
   }
   const int n = def.node_size();
   absl::flat_hash_map<std::string, int> index;
@@ -71,28 +76,31 @@ absl::Status ImportGraphDef(const proto::GraphDef& def, Graph* graph) {
           absl::StrCat("GraphDef has two nodes named '", name, "'"));
     }
   }
-  // Kahn's algorithm over the GraphDef's own nodes; inputs already in `graph` are resolved.
+  // Kahn's algorithm over the GraphDef's own nodes; inputs already in `graph`
+  // are resolved.
   std::vector<int> remaining_inputs(n, 0);
   std::vector<std::vector<int>> consumers(n);
   for (int i = 0; i < n; ++i) {
     for (const std::string& in : def.node(i).input()) {
       auto parsed = ParseInputName(in);
       if (!parsed.ok()) {
-        return AddErrorContext(parsed.status(), absl::StrCat("node '", def.node(i).name(), "'"));
+        return AddErrorContext(parsed.status(),
+                               absl::StrCat("node '", def.node(i).name(), "'"));
       }
       auto it = index.find(parsed->node);
       if (it == index.end()) {
         if (graph->FindNode(parsed->node) != nullptr) continue;
-        return absl::InvalidArgumentError(
-            absl::StrCat(def.node(i).op(), " '", def.node(i).name(), "': input '", in,
-                         "' names node '", parsed->node, "', which is not in the graph"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            def.node(i).op(), " '", def.node(i).name(), "': input '", in,
+            "' names node '", parsed->node, "', which is not in the graph"));
       }
       ++remaining_inputs[i];
       consumers[it->second].push_back(i);
     }
   }
-  // The ready node listed first goes next, so a GraphDef already in topological order (such as
-  // one from Graph::ToGraphDef) is added in its own order and round-trips unchanged.
+  // The ready node listed first goes next, so a GraphDef already in topological
+  // order (such as one from Graph::ToGraphDef) is added in its own order and
+  // round-trips unchanged.
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (int i = 0; i < n; ++i) {
     if (remaining_inputs[i] == 0) ready.push(i);

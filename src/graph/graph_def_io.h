@@ -11,10 +11,11 @@ namespace distflow {
 // The newest GraphDef version this build reads and writes.
 inline constexpr int kGraphDefVersion = 1;
 
-// Adds every node of `def` to `graph`, in an order where inputs come first (the GraphDef may list
-// them in any order; its inputs may also name nodes already in `graph`). Everything is validated
-// as Graph::AddNode does. INVALID_ARGUMENT naming the node for a missing input, a duplicate name
-// or a cycle (listing the nodes on it); on error `graph` may hold some of the nodes.
+// Adds every node of `def` to `graph`, in an order where inputs come first (the
+// GraphDef may list them in any order; its inputs may also name nodes already
+// in `graph`). Everything is validated as Graph::AddNode does. INVALID_ARGUMENT
+// naming the node for a missing input, a duplicate name or a cycle (listing the
+// nodes on it); on error `graph` may hold some of the nodes.
 absl::Status ImportGraphDef(const proto::GraphDef& def, Graph* graph);
 
 }  // namespace distflow

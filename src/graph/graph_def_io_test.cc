@@ -45,8 +45,9 @@ proto::NodeDef MakePlaceholder(const std::string& name) {
   return def;
 }
 
-// A graph that exercises what a GraphDef carries: variables (colocation, "_class"), devices,
-// constants, control dependencies and several outputs per node.
+// A graph that exercises what a GraphDef carries: variables (colocation,
+// "_class"), devices, constants, control dependencies and several outputs per
+// node.
 proto::GraphDef BuildModel() {
   Scope s = Scope::NewRootScope();
   Scope ps = s.WithDevice("/job:ps/task:0");
@@ -55,7 +56,8 @@ proto::GraphDef BuildModel() {
   auto b = ops::Variable(ps.WithOpName("b"), {0.5f, -0.5f});
   Scope layer = s.NewSubScope("layer").WithDevice("/job:worker/cpu:0");
   auto y = ops::Add(layer, ops::MatMul(layer, x, w), b);
-  auto scaled = ops::Mul(layer.WithControlDependencies({w.initializer()}), y, 3);
+  auto scaled =
+      ops::Mul(layer.WithControlDependencies({w.initializer()}), y, 3);
   ops::Reshape(s, scaled, {-1});
   ops::AssignAdd(s, b, {1.0f, 1.0f});
   ops::GlobalVariablesInitializer(s);
@@ -77,7 +79,9 @@ TEST(GraphDefIoTest, RoundTripThroughBytesIsIdentical) {
   proto::GraphDef again;
   imported.ToGraphDef(&again);
   EXPECT_TRUE(MessageDifferencer::Equals(original, again))
-      << "before:\n" << original.DebugString() << "after:\n" << again.DebugString();
+      << "before:\n"
+      << original.DebugString() << "after:\n"
+      << again.DebugString();
   EXPECT_EQ(DeterministicBytes(original), DeterministicBytes(again));
   EXPECT_EQ(again.version(), kGraphDefVersion);
 }
@@ -102,18 +106,21 @@ TEST(GraphDefIoTest, ImportedGraphKeepsTypesShapesAndDevices) {
 TEST(GraphDefIoTest, NodesInReverseOrderStillImport) {
   const proto::GraphDef original = BuildModel();
   proto::GraphDef reversed = original;
-  std::reverse(reversed.mutable_node()->begin(), reversed.mutable_node()->end());
+  std::reverse(reversed.mutable_node()->begin(),
+               reversed.mutable_node()->end());
   Graph imported;
   absl::Status s = ImportGraphDef(reversed, &imported);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(imported.num_nodes(), original.node_size());
   // Every node comes after its inputs.
   for (const auto& node : imported.nodes()) {
-    for (const Endpoint& in : node->inputs()) EXPECT_LT(in.node->id(), node->id());
+    for (const Endpoint& in : node->inputs())
+      EXPECT_LT(in.node->id(), node->id());
     for (const Node* c : node->control_inputs()) EXPECT_LT(c->id(), node->id());
   }
   ASSERT_NE(imported.FindNode("layer/Add"), nullptr);
-  EXPECT_EQ(imported.FindNode("layer/Add")->output_shape(0), PartialTensorShape({-1, 2}));
+  EXPECT_EQ(imported.FindNode("layer/Add")->output_shape(0),
+            PartialTensorShape({-1, 2}));
 }
 
 TEST(GraphDefIoTest, InputsMayNameNodesAlreadyInTheGraph) {
@@ -196,10 +203,12 @@ TEST(GraphDefIoTest, NewerVersionIsRefused) {
 
 TEST(GraphDefIoTest, MalformedConstTensorIsRefusedNamingTheNode) {
   proto::NodeDef c = MakeNode("weights", "Const");
-  (*c.mutable_attr())["value"] = MakeAttr(Tensor::Matrix<float>({{1, 2}, {3, 4}}));
+  (*c.mutable_attr())["value"] =
+      MakeAttr(Tensor::Matrix<float>({{1, 2}, {3, 4}}));
   (*c.mutable_attr())["dtype"] = MakeAttr(DataType::kFloat);
   // Three floats' worth of bytes for a [2,2] tensor.
-  std::string* content = (*c.mutable_attr())["value"].mutable_tensor()->mutable_tensor_content();
+  std::string* content =
+      (*c.mutable_attr())["value"].mutable_tensor()->mutable_tensor_content();
   content->resize(content->size() - 4);
   proto::GraphDef def;
   *def.add_node() = c;

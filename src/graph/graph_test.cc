@@ -81,29 +81,33 @@ TEST_F(GraphTest, AddNodeInfersTypesShapesAndDefaults) {
 }
 
 TEST_F(GraphTest, UnknownOpIsNotFoundNamingTheOp) {
-  const std::string msg = AddExpectingError(MakeNode("n", "NoSuchOp"), absl::StatusCode::kNotFound);
+  const std::string msg =
+      AddExpectingError(MakeNode("n", "NoSuchOp"), absl::StatusCode::kNotFound);
   EXPECT_THAT(msg, HasSubstr("NoSuchOp"));
   EXPECT_THAT(msg, HasSubstr("'n'"));
 }
 
 TEST_F(GraphTest, DuplicateNameIsRefused) {
   Add(MakePlaceholder("x", DataType::kFloat));
-  const std::string msg = AddExpectingError(MakePlaceholder("x", DataType::kInt32),
-                                            absl::StatusCode::kInvalidArgument);
+  const std::string msg =
+      AddExpectingError(MakePlaceholder("x", DataType::kInt32),
+                        absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'x'"));
   EXPECT_EQ(graph_.FindNode("x")->output_type(0), DataType::kFloat);
 }
 
 TEST_F(GraphTest, InvalidNodeNameIsRefused) {
-  const std::string msg = AddExpectingError(MakePlaceholder("/abs", DataType::kFloat),
-                                            absl::StatusCode::kInvalidArgument);
+  const std::string msg =
+      AddExpectingError(MakePlaceholder("/abs", DataType::kFloat),
+                        absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'/abs'"));
-  AddExpectingError(MakePlaceholder("", DataType::kFloat), absl::StatusCode::kInvalidArgument);
+  AddExpectingError(MakePlaceholder("", DataType::kFloat),
+                    absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(GraphTest, InputNamingMissingNodeIsRefused) {
-  const std::string msg = AddExpectingError(MakeNode("y", "Identity", {"ghost"}),
-                                            absl::StatusCode::kInvalidArgument);
+  const std::string msg = AddExpectingError(
+      MakeNode("y", "Identity", {"ghost"}), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'y'"));
   EXPECT_THAT(msg, HasSubstr("ghost"));
 }
@@ -118,25 +122,29 @@ TEST_F(GraphTest, InputIndexOutOfRangeIsRefused) {
 
 TEST_F(GraphTest, WrongInputCountIsRefused) {
   Add(MakePlaceholder("x", DataType::kFloat));
-  std::string msg = AddExpectingError(MakeNode("too_many", "Identity", {"x", "x"}),
-                                      absl::StatusCode::kInvalidArgument);
+  std::string msg =
+      AddExpectingError(MakeNode("too_many", "Identity", {"x", "x"}),
+                        absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'too_many'"));
-  msg = AddExpectingError(MakeNode("too_few", "Add", {"x"}), absl::StatusCode::kInvalidArgument);
+  msg = AddExpectingError(MakeNode("too_few", "Add", {"x"}),
+                          absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'too_few'"));
 }
 
 TEST_F(GraphTest, DataInputAfterControlInputIsRefused) {
   Add(MakePlaceholder("x", DataType::kFloat));
   Add(MakeNode("n", "NoOp"));
-  const std::string msg = AddExpectingError(MakeNode("y", "Identity", {"^n", "x"}),
-                                            absl::StatusCode::kInvalidArgument);
+  const std::string msg =
+      AddExpectingError(MakeNode("y", "Identity", {"^n", "x"}),
+                        absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'y'"));
 }
 
 TEST_F(GraphTest, AttributeOfWrongKindIsRefused) {
   proto::NodeDef def = MakeNode("p", "Placeholder");
   (*def.mutable_attr())["dtype"] = MakeAttr(int64_t{1});
-  const std::string msg = AddExpectingError(def, absl::StatusCode::kInvalidArgument);
+  const std::string msg =
+      AddExpectingError(def, absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'p'"));
   EXPECT_THAT(msg, HasSubstr("dtype"));
 }
@@ -144,18 +152,20 @@ TEST_F(GraphTest, AttributeOfWrongKindIsRefused) {
 TEST_F(GraphTest, UnknownAttributeIsRefused) {
   proto::NodeDef def = MakePlaceholder("p", DataType::kFloat);
   (*def.mutable_attr())["colour"] = MakeAttr("blue");
-  const std::string msg = AddExpectingError(def, absl::StatusCode::kInvalidArgument);
+  const std::string msg =
+      AddExpectingError(def, absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'p'"));
   EXPECT_THAT(msg, HasSubstr("colour"));
   // Internal attributes (leading '_') are allowed.
   proto::NodeDef internal = MakePlaceholder("q", DataType::kFloat);
-  (*internal.mutable_attr())["_class"] = MakeAttr(std::vector<std::string>{"loc:@p"});
+  (*internal.mutable_attr())["_class"] =
+      MakeAttr(std::vector<std::string>{"loc:@p"});
   EXPECT_NE(Add(internal), nullptr);
 }
 
 TEST_F(GraphTest, MissingRequiredAttributeIsRefused) {
-  const std::string msg =
-      AddExpectingError(MakeNode("p", "Placeholder"), absl::StatusCode::kInvalidArgument);
+  const std::string msg = AddExpectingError(MakeNode("p", "Placeholder"),
+                                            absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'p'"));
   EXPECT_THAT(msg, HasSubstr("dtype"));
 }
@@ -190,7 +200,8 @@ TEST_F(GraphTest, ControlEdgesAreRecordedAndCyclesRefused) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("'c'"));
   EXPECT_THAT(s.message(), HasSubstr("'n'"));
-  EXPECT_EQ(graph_.AddControlEdge(b, b).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(graph_.AddControlEdge(b, b).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(n->control_inputs().empty());
   EXPECT_TRUE(b->control_inputs().empty());
 }
@@ -198,9 +209,27 @@ TEST_F(GraphTest, ControlEdgesAreRecordedAndCyclesRefused) {
 TEST_F(GraphTest, ConstWithMismatchedDtypeIsRefused) {
   proto::NodeDef def = MakeConst("c", Tensor::Scalar<float>(1));
   (*def.mutable_attr())["dtype"] = MakeAttr(DataType::kInt32);
-  const std::string msg = AddExpectingError(def, absl::StatusCode::kInvalidArgument);
+  const std::string msg =
+      AddExpectingError(def, absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(msg, HasSubstr("'c'"));
   EXPECT_THAT(msg, HasSubstr("int32"));
+}
+
+TEST_F(GraphTest, TruncateToRemovesNewestNodesAndTheirEdges) {
+  Node* a = Add(MakeConst("a", Tensor::Scalar<float>(1)));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(Add(MakeNode("b", "Identity", {"a"})), nullptr);
+  ASSERT_NE(Add(MakeNode("c", "NoOp", {"^a"})), nullptr);
+  EXPECT_EQ(a->out_edges().size(), 2u);
+  graph_.TruncateTo(1);
+  EXPECT_EQ(graph_.num_nodes(), 1);
+  EXPECT_TRUE(a->out_edges().empty());
+  EXPECT_EQ(graph_.FindNode("b"), nullptr);
+  // The removed names are free again.
+  Node* b = Add(MakeNode("b", "Identity", {"a"}));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->id(), 1);
+  EXPECT_EQ(a->out_edges().size(), 1u);
 }
 
 TEST_F(GraphTest, UniqueNameSkipsTakenNames) {
@@ -226,7 +255,9 @@ TEST(ParseInputNameTest, ParsesDataAndControlInputs) {
   EXPECT_EQ(control->node, "c");
   EXPECT_TRUE(control->is_control);
   for (const char* bad : {"", "x:", "x:-1", "x:y", "^", ":0"}) {
-    EXPECT_EQ(ParseInputName(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(ParseInputName(bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
   }
 }
 

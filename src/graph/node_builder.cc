@@ -28,7 +28,8 @@ absl::StatusOr<Tensor> CastLiteral(const Tensor& t, DataType dtype) {
 
 }  // namespace
 
-NodeBuilder::NodeBuilder(const Scope& scope, std::string op, const std::string& default_name)
+NodeBuilder::NodeBuilder(const Scope& scope, std::string op,
+                         const std::string& default_name)
     : scope_(scope) {
   def_.set_op(std::move(op));
   if (scope_.ok()) def_.set_name(scope_.GetUniqueNameForOp(default_name));
@@ -39,12 +40,14 @@ NodeBuilder& NodeBuilder::Input(const Output& output) {
     if (status_.ok()) {
       status_ = absl::InvalidArgumentError(absl::StrCat(
           def_.op(), " '", def_.name(), "': input ", def_.input_size(),
-          " is invalid (the op that should produce it failed, or a list literal is ragged)"));
+          " is invalid (the op that should produce it failed, or a list "
+          "literal is ragged)"));
     }
     return *this;
   }
   def_.add_input(output.index() == 0 ? output.node()->name()
-                                     : absl::StrCat(output.node()->name(), ":", output.index()));
+                                     : absl::StrCat(output.node()->name(), ":",
+                                                    output.index()));
   return *this;
 }
 
@@ -58,7 +61,8 @@ NodeBuilder& NodeBuilder::ControlInput(const Operation& op) {
   return *this;
 }
 
-NodeBuilder& NodeBuilder::Attr(const std::string& name, proto::AttrValue value) {
+NodeBuilder& NodeBuilder::Attr(const std::string& name,
+                               proto::AttrValue value) {
   (*def_.mutable_attr())[name] = std::move(value);
   return *this;
 }
@@ -102,11 +106,13 @@ Output ConstNode(const Scope& scope, const Tensor& value) {
 
 Output AsOutput(const Scope& scope, const Input& input) {
   if (input.is_output()) return input.output();
-  // A fresh sub-scope: the op name given by WithOpName belongs to the op, not to its constants.
+  // A fresh sub-scope: the op name given by WithOpName belongs to the op, not
+  // to its constants.
   return ConstNode(scope.NewSubScope(""), input.tensor());
 }
 
-std::vector<Output> AsOutputsOfOneType(const Scope& scope, const std::vector<Input>& inputs) {
+std::vector<Output> AsOutputsOfOneType(const Scope& scope,
+                                       const std::vector<Input>& inputs) {
   DataType common = DataType::kInvalid;
   for (const distflow::Input& in : inputs) {
     if (in.is_output() && in.output().valid()) {
@@ -116,12 +122,13 @@ std::vector<Output> AsOutputsOfOneType(const Scope& scope, const std::vector<Inp
   }
   std::vector<Output> outputs;
   for (const distflow::Input& in : inputs) {
-    if (in.is_literal() && common != DataType::kInvalid && in.tensor().dtype() != common) {
+    if (in.is_literal() && common != DataType::kInvalid &&
+        in.tensor().dtype() != common) {
       auto cast = CastLiteral(in.tensor(), common);
       if (!cast.ok()) {
         scope.UpdateStatus(AddErrorContext(
-            cast.status(), absl::StrCat("literal ", in.tensor().DebugString(), " as ",
-                                        DataTypeName(common))));
+            cast.status(), absl::StrCat("literal ", in.tensor().DebugString(),
+                                        " as ", DataTypeName(common))));
         outputs.push_back(Output());
         continue;
       }

@@ -1,5 +1,6 @@
-// Adds one node to a Scope's graph, applying the scope's name, device, control dependencies and
-// colocation; records any error in the scope. Used by every op wrapper in graph/ops/.
+// Adds one node to a Scope's graph, applying the scope's name, device, control
+// dependencies and colocation; records any error in the scope. Used by every op
+// wrapper in graph/ops/.
 #ifndef DISTFLOW_GRAPH_NODE_BUILDER_H_
 #define DISTFLOW_GRAPH_NODE_BUILDER_H_
 
@@ -15,7 +16,8 @@ namespace distflow {
 class NodeBuilder {
  public:
   // A node of op `op`, named after `default_name` unless the scope names it.
-  NodeBuilder(const Scope& scope, std::string op, const std::string& default_name);
+  NodeBuilder(const Scope& scope, std::string op,
+              const std::string& default_name);
 
   NodeBuilder& Input(const Output& output);
   NodeBuilder& Input(const std::vector<Output>& list);
@@ -26,8 +28,8 @@ class NodeBuilder {
     return Attr(name, MakeAttr(value));
   }
 
-  // Adds the node. On error (now or earlier in the scope) records it in the scope and returns an
-  // invalid Operation.
+  // Adds the node. On error (now or earlier in the scope) records it in the
+  // scope and returns an invalid Operation.
   Operation Finalize();
 
  private:
@@ -38,11 +40,14 @@ class NodeBuilder {
 
 // A Const node holding `value`, named by the scope.
 Output ConstNode(const Scope& scope, const Tensor& value);
-// The Output for `input`: the Output itself, or a new Const node holding its value.
+// The Output for `input`: the Output itself, or a new Const node holding its
+// value.
 Output AsOutput(const Scope& scope, const Input& input);
-// Outputs for inputs that must share one element type: number literals take the type of the
-// first non-literal input (so Mul(s, x, 2) works for any numeric x).
-std::vector<Output> AsOutputsOfOneType(const Scope& scope, const std::vector<Input>& inputs);
+// Outputs for inputs that must share one element type: number literals take the
+// type of the first non-literal input (so Mul(s, x, 2) works for any numeric
+// x).
+std::vector<Output> AsOutputsOfOneType(const Scope& scope,
+                                       const std::vector<Input>& inputs);
 
 }  // namespace distflow
 

@@ -6,10 +6,11 @@
 
 namespace distflow {
 
-const std::vector<DataType> kNumericTypes = {DataType::kFloat, DataType::kDouble,
-                                             DataType::kInt32, DataType::kInt64,
-                                             DataType::kUInt8};
-const std::vector<DataType> kFloatingTypes = {DataType::kFloat, DataType::kDouble};
+const std::vector<DataType> kNumericTypes = {
+    DataType::kFloat, DataType::kDouble, DataType::kInt32, DataType::kInt64,
+    DataType::kUInt8};
+const std::vector<DataType> kFloatingTypes = {DataType::kFloat,
+                                              DataType::kDouble};
 
 const AttrDef* OpDef::FindAttr(const std::string& attr_name) const {
   for (const AttrDef& a : attrs) {
@@ -19,7 +20,8 @@ const AttrDef* OpDef::FindAttr(const std::string& attr_name) const {
 }
 
 OpDefBuilder& OpDefBuilder::Input(std::string name, std::string type_attr) {
-  def_.inputs.push_back(ArgDef{std::move(name), DataType::kInvalid, std::move(type_attr), ""});
+  def_.inputs.push_back(
+      ArgDef{std::move(name), DataType::kInvalid, std::move(type_attr), ""});
   return *this;
 }
 OpDefBuilder& OpDefBuilder::Input(std::string name, DataType type) {
@@ -28,19 +30,21 @@ OpDefBuilder& OpDefBuilder::Input(std::string name, DataType type) {
 }
 OpDefBuilder& OpDefBuilder::InputList(std::string name, std::string type_attr,
                                       std::string number_attr) {
-  def_.inputs.push_back(
-      ArgDef{std::move(name), DataType::kInvalid, std::move(type_attr), std::move(number_attr)});
+  def_.inputs.push_back(ArgDef{std::move(name), DataType::kInvalid,
+                               std::move(type_attr), std::move(number_attr)});
   return *this;
 }
 OpDefBuilder& OpDefBuilder::Output(std::string name, std::string type_attr) {
-  def_.outputs.push_back(ArgDef{std::move(name), DataType::kInvalid, std::move(type_attr), ""});
+  def_.outputs.push_back(
+      ArgDef{std::move(name), DataType::kInvalid, std::move(type_attr), ""});
   return *this;
 }
 OpDefBuilder& OpDefBuilder::Output(std::string name, DataType type) {
   def_.outputs.push_back(ArgDef{std::move(name), type, "", ""});
   return *this;
 }
-OpDefBuilder& OpDefBuilder::TypeAttr(std::string name, std::vector<DataType> allowed) {
+OpDefBuilder& OpDefBuilder::TypeAttr(std::string name,
+                                     std::vector<DataType> allowed) {
   AttrDef a;
   a.name = std::move(name);
   a.type = AttrType::kType;
@@ -55,9 +59,11 @@ OpDefBuilder& OpDefBuilder::Attr(std::string name, AttrType type) {
   def_.attrs.push_back(std::move(a));
   return *this;
 }
-OpDefBuilder& OpDefBuilder::Attr(std::string name, proto::AttrValue default_value) {
+OpDefBuilder& OpDefBuilder::Attr(std::string name,
+                                 proto::AttrValue default_value) {
   auto type = AttrTypeOf(default_value);
-  DF_CHECK(type.ok()) << "op " << def_.name << " attribute " << name << ": empty default";
+  DF_CHECK(type.ok()) << "op " << def_.name << " attribute " << name
+                      << ": empty default";
   AttrDef a;
   a.name = std::move(name);
   a.type = *type;

@@ -1,4 +1,5 @@
-// Op definitions: the inputs, outputs, attributes and shape function of an op type.
+// Op definitions: the inputs, outputs, attributes and shape function of an op
+// type.
 #ifndef DISTFLOW_GRAPH_OP_DEF_H_
 #define DISTFLOW_GRAPH_OP_DEF_H_
 
@@ -16,9 +17,9 @@ namespace distflow {
 class InferenceContext;
 using ShapeFn = std::function<absl::Status(InferenceContext* c)>;
 
-// One input or output argument. Its type is either fixed (`type`) or the value of a type
-// attribute (`type_attr`). With `number_attr`, the argument is a list of that many tensors of the
-// one type.
+// One input or output argument. Its type is either fixed (`type`) or the value
+// of a type attribute (`type_attr`). With `number_attr`, the argument is a list
+// of that many tensors of the one type.
 struct ArgDef {
   std::string name;
   DataType type = DataType::kInvalid;
@@ -42,7 +43,8 @@ struct OpDef {
   std::vector<ArgDef> outputs;
   std::vector<AttrDef> attrs;
   ShapeFn shape_fn;
-  // Stateful ops (variables, random numbers, I/O) are never folded or deduplicated.
+  // Stateful ops (variables, random numbers, I/O) are never folded or
+  // deduplicated.
   bool is_stateful = false;
   std::string summary;
 
@@ -50,8 +52,10 @@ struct OpDef {
 };
 
 // Fluent construction of an OpDef:
-//   OpDefBuilder("MatMul").Input("a", "T").Input("b", "T").Output("product", "T")
-//       .TypeAttr("T", kNumericTypes).Attr("transpose_a", MakeAttr(false)).SetShapeFn(...)
+//   OpDefBuilder("MatMul").Input("a", "T").Input("b", "T").Output("product",
+//   "T")
+//       .TypeAttr("T", kNumericTypes).Attr("transpose_a",
+//       MakeAttr(false)).SetShapeFn(...)
 class OpDefBuilder {
  public:
   explicit OpDefBuilder(std::string name) { def_.name = std::move(name); }
@@ -61,7 +65,8 @@ class OpDefBuilder {
   // An input of a fixed type.
   OpDefBuilder& Input(std::string name, DataType type);
   // A list input: `number_attr` tensors, all of type attribute `type_attr`.
-  OpDefBuilder& InputList(std::string name, std::string type_attr, std::string number_attr);
+  OpDefBuilder& InputList(std::string name, std::string type_attr,
+                          std::string number_attr);
   OpDefBuilder& Output(std::string name, std::string type_attr);
   OpDefBuilder& Output(std::string name, DataType type);
   // A type attribute limited to `allowed` (all types if empty).
@@ -83,7 +88,8 @@ class OpDefBuilder {
 };
 
 // Type sets shared by op definitions.
-extern const std::vector<DataType> kNumericTypes;   // float32, float64, int32, int64, uint8
+extern const std::vector<DataType>
+    kNumericTypes;  // float32, float64, int32, int64, uint8
 extern const std::vector<DataType> kFloatingTypes;  // float32, float64
 
 }  // namespace distflow

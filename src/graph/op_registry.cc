@@ -20,7 +20,8 @@ absl::Status OpRegistry::Register(OpDef def) {
   absl::MutexLock lock(&mu_);
   const std::string name = def.name;
   if (ops_.contains(name)) {
-    return absl::AlreadyExistsError(absl::StrCat("op '", name, "' is already registered"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("op '", name, "' is already registered"));
   }
   ops_.emplace(name, std::make_unique<const OpDef>(std::move(def)));
   return absl::OkStatus();
@@ -31,7 +32,8 @@ absl::StatusOr<const OpDef*> OpRegistry::LookUp(const std::string& name) const {
   auto it = ops_.find(name);
   if (it == ops_.end()) {
     return absl::NotFoundError(absl::StrCat(
-        "no op named '", name, "' is registered (is the library that defines it linked in?)"));
+        "no op named '", name,
+        "' is registered (is the library that defines it linked in?)"));
   }
   return it->second.get();
 }

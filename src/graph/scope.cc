@@ -11,9 +11,15 @@
 namespace distflow {
 
 // Operation and Output accessors: thin views of a Node.
-std::string Operation::name() const { return node_ ? node_->name() : "<invalid>"; }
-std::string Operation::type() const { return node_ ? node_->op() : "<invalid>"; }
-std::string Operation::device() const { return node_ ? node_->requested_device() : ""; }
+std::string Operation::name() const {
+  return node_ ? node_->name() : "<invalid>";
+}
+std::string Operation::type() const {
+  return node_ ? node_->op() : "<invalid>";
+}
+std::string Operation::device() const {
+  return node_ ? node_->requested_device() : "";
+}
 int Operation::num_outputs() const { return node_ ? node_->num_outputs() : 0; }
 Output Operation::output(int i) const { return Output(node_, i); }
 
@@ -21,7 +27,8 @@ std::string Output::name() const {
   return node_ ? absl::StrCat(node_->name(), ":", index_) : "<invalid>";
 }
 DataType Output::dtype() const {
-  return node_ && index_ < node_->num_outputs() ? node_->output_type(index_) : DataType::kInvalid;
+  return node_ && index_ < node_->num_outputs() ? node_->output_type(index_)
+                                                : DataType::kInvalid;
 }
 PartialTensorShape Output::shape() const {
   return node_ && index_ < node_->num_outputs() ? node_->output_shape(index_)
@@ -33,7 +40,8 @@ struct Scope::Impl {
   std::shared_ptr<absl::Status> status;
   std::string name_prefix;  // "" or "outer/inner/"
   std::string op_name;      // from WithOpName; applies to the next op only
-  std::vector<std::variant<std::string, DeviceFunction>> devices;  // outermost first
+  std::vector<std::variant<std::string, DeviceFunction>>
+      devices;  // outermost first
   std::vector<Operation> control_deps;
   Operation colocate_with;
 };
@@ -54,7 +62,8 @@ Scope Scope::NewSubScope(const std::string& name) const {
   auto impl = std::make_shared<Impl>(*impl_);
   impl->op_name.clear();
   if (!name.empty()) {
-    impl->name_prefix = impl_->graph->UniqueName(impl_->name_prefix + name) + "/";
+    impl->name_prefix =
+        impl_->graph->UniqueName(impl_->name_prefix + name) + "/";
   }
   return Scope(std::move(impl));
 }
@@ -109,7 +118,9 @@ void Scope::UpdateStatus(const absl::Status& status) const {
 }
 
 Graph* Scope::graph() const { return impl_->graph.get(); }
-std::shared_ptr<Graph> Scope::graph_as_shared_ptr() const { return impl_->graph; }
+std::shared_ptr<Graph> Scope::graph_as_shared_ptr() const {
+  return impl_->graph;
+}
 
 absl::Status Scope::ToGraphDef(proto::GraphDef* out) const {
   DF_RETURN_IF_ERROR(status());
@@ -118,11 +129,14 @@ absl::Status Scope::ToGraphDef(proto::GraphDef* out) const {
 }
 
 std::string Scope::GetUniqueNameForOp(const std::string& default_name) const {
-  const std::string& base = impl_->op_name.empty() ? default_name : impl_->op_name;
+  const std::string& base =
+      impl_->op_name.empty() ? default_name : impl_->op_name;
   return impl_->graph->UniqueName(impl_->name_prefix + base);
 }
 
-const std::vector<Operation>& Scope::control_dependencies() const { return impl_->control_deps; }
+const std::vector<Operation>& Scope::control_dependencies() const {
+  return impl_->control_deps;
+}
 const Operation& Scope::colocate_with() const { return impl_->colocate_with; }
 
 absl::StatusOr<std::string> Scope::DeviceFor(const Operation& op) const {
@@ -137,7 +151,8 @@ absl::StatusOr<std::string> Scope::DeviceFor(const Operation& op) const {
       inner = std::get<DeviceFunction>(spec)(op);
     }
     auto merged = MergeDeviceNames(device, inner);
-    if (!merged.ok()) return AddErrorContext(merged.status(), op.node()->DebugName());
+    if (!merged.ok())
+      return AddErrorContext(merged.status(), op.node()->DebugName());
     device = *merged;
   }
   return device;

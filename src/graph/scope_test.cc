@@ -66,8 +66,9 @@ TEST(ScopeTest, WithDeviceNestsAndInnerOverrides) {
   Scope ps = s.WithDevice("/job:ps");
   auto a = ops::Placeholder(ps, DataType::kFloat);
   auto b = ops::Placeholder(ps.WithDevice("/task:1"), DataType::kFloat);
-  auto c = ops::Placeholder(ps.WithDevice("/task:1").WithDevice("/job:worker/cpu:0"),
-                            DataType::kFloat);
+  auto c =
+      ops::Placeholder(ps.WithDevice("/task:1").WithDevice("/job:worker/cpu:0"),
+                       DataType::kFloat);
   auto d = ops::Placeholder(s, DataType::kFloat);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(a.op().device(), "/job:ps");
@@ -79,12 +80,13 @@ TEST(ScopeTest, WithDeviceNestsAndInnerOverrides) {
 TEST(ScopeTest, DeviceFunctionSeesOpAndItsResultIsApplied) {
   Scope s = Scope::NewRootScope();
   std::string seen_type, seen_device, seen_name;
-  Scope placed = s.WithDevice("/job:ps").WithDeviceFunction([&](const Operation& op) {
-    seen_type = op.type();
-    seen_name = op.name();
-    seen_device = op.device();
-    return std::string("/task:3");
-  });
+  Scope placed =
+      s.WithDevice("/job:ps").WithDeviceFunction([&](const Operation& op) {
+        seen_type = op.type();
+        seen_name = op.name();
+        seen_device = op.device();
+        return std::string("/task:3");
+      });
   auto a = ops::Placeholder(s, DataType::kFloat, {2, 2});
   auto m = ops::MatMul(placed.WithOpName("m"), a, a);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -93,7 +95,8 @@ TEST(ScopeTest, DeviceFunctionSeesOpAndItsResultIsApplied) {
   EXPECT_EQ(seen_device, "/job:ps");
   EXPECT_EQ(m.op().device(), "/job:ps/task:3");
 
-  // A device scope inside the function's scope overrides what the function chose.
+  // A device scope inside the function's scope overrides what the function
+  // chose.
   auto inner = ops::Identity(placed.WithDevice("/task:5"), a);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(inner.op().device(), "/job:ps/task:5");
@@ -101,7 +104,8 @@ TEST(ScopeTest, DeviceFunctionSeesOpAndItsResultIsApplied) {
 
 TEST(ScopeTest, ColocateWithCopiesDeviceAndSetsClass) {
   Scope s = Scope::NewRootScope();
-  auto a = ops::Placeholder(s.WithDevice("/job:ps/task:2").WithOpName("a"), DataType::kFloat);
+  auto a = ops::Placeholder(s.WithDevice("/job:ps/task:2").WithOpName("a"),
+                            DataType::kFloat);
   auto b = ops::Identity(s.WithDevice("/job:worker").ColocateWith(a.op()), a);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(b.op().device(), "/job:ps/task:2");
@@ -116,14 +120,16 @@ TEST(ScopeTest, ControlDependenciesAddCaretInputs) {
   auto a = ops::Placeholder(s.WithOpName("a"), DataType::kFloat);
   Operation first = ops::NoOp(s.WithOpName("first"));
   Operation second = ops::NoOp(s.WithOpName("second"));
-  Scope deps = s.WithControlDependencies({first}).WithControlDependencies({second});
+  Scope deps =
+      s.WithControlDependencies({first}).WithControlDependencies({second});
   auto id = ops::Identity(deps.WithOpName("id"), a);
   auto free = ops::Identity(deps.WithNoControlDependencies(), a);
   ASSERT_TRUE(s.ok()) << s.status();
   const auto& inputs = id.node()->def().input();
   EXPECT_EQ(std::vector<std::string>(inputs.begin(), inputs.end()),
             (std::vector<std::string>{"a", "^first", "^second"}));
-  EXPECT_THAT(ControlInputNames(id.op()), UnorderedElementsAre("first", "second"));
+  EXPECT_THAT(ControlInputNames(id.op()),
+              UnorderedElementsAre("first", "second"));
   EXPECT_TRUE(free.node()->control_inputs().empty());
 }
 
@@ -168,8 +174,9 @@ TEST(ScopeTest, GlobalVariablesInitializerDependsOnEveryInitializer) {
   Operation init = ops::GlobalVariablesInitializer(s);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(init.type(), "NoOp");
-  EXPECT_THAT(ControlInputNames(init),
-              UnorderedElementsAre("a/Assign", "b/Assign", "layer/Variable/Assign"));
+  EXPECT_THAT(
+      ControlInputNames(init),
+      UnorderedElementsAre("a/Assign", "b/Assign", "layer/Variable/Assign"));
   EXPECT_EQ(a.initializer().name(), "a/Assign");
   EXPECT_EQ(b.shape(), PartialTensorShape({3}));
   EXPECT_EQ(c.initializer().name(), "layer/Variable/Assign");
@@ -259,7 +266,8 @@ TEST(ScopeErrorTest, AssignOfWrongShapeIsAnError) {
   auto ok = ops::Assign(s, v, Tensor::Matrix<float>({{5, 6, 7, 8}}));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(ok.shape(), PartialTensorShape({1, 4}));
-  EXPECT_FALSE(ops::Assign(s, v, Tensor::Matrix<float>({{1, 2}, {3, 4}})).valid());
+  EXPECT_FALSE(
+      ops::Assign(s, v, Tensor::Matrix<float>({{1, 2}, {3, 4}})).valid());
   ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("[2,2]"));
   EXPECT_THAT(s.status().message(), HasSubstr("[1,4]"));

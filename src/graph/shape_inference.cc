@@ -9,8 +9,9 @@ namespace distflow {
 absl::Status InferenceContext::WithRank(int i, int rank) const {
   const PartialTensorShape& s = input_shapes_[i];
   if (s.unknown_rank() || s.dims() == rank) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("input ", i, " must have rank ", rank,
-                                                 " but has shape ", s.DebugString()));
+  return absl::InvalidArgumentError(
+      absl::StrCat("input ", i, " must have rank ", rank, " but has shape ",
+                   s.DebugString()));
 }
 
 absl::StatusOr<PartialTensorShape> InferenceContext::InputAsShape(int i) const {
@@ -22,10 +23,11 @@ absl::StatusOr<PartialTensorShape> InferenceContext::InputAsShape(int i) const {
     }
     return PartialTensorShape::UnknownRank();
   }
-  if (value->dims() != 1 ||
-      (value->dtype() != DataType::kInt32 && value->dtype() != DataType::kInt64)) {
+  if (value->dims() != 1 || (value->dtype() != DataType::kInt32 &&
+                             value->dtype() != DataType::kInt64)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "input ", i, " must be an int32 or int64 vector of sizes, got ", value->TypeString()));
+        "input ", i, " must be an int32 or int64 vector of sizes, got ",
+        value->TypeString()));
   }
   std::vector<int64_t> dims;
   if (value->dtype() == DataType::kInt32) {
@@ -39,7 +41,8 @@ absl::StatusOr<PartialTensorShape> InferenceContext::InputAsShape(int i) const {
 namespace shape_fns {
 
 absl::Status Unknown(InferenceContext* c) {
-  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialTensorShape());
+  for (int i = 0; i < c->num_outputs(); ++i)
+    c->set_output(i, PartialTensorShape());
   return absl::OkStatus();
 }
 
@@ -64,9 +67,10 @@ absl::Status BroadcastBinary(InferenceContext* c) {
 
 }  // namespace shape_fns
 
-absl::StatusOr<PartialTensorShape> BroadcastShapes(const PartialTensorShape& a,
-                                                   const PartialTensorShape& b) {
-  if (a.unknown_rank() || b.unknown_rank()) return PartialTensorShape::UnknownRank();
+absl::StatusOr<PartialTensorShape> BroadcastShapes(
+    const PartialTensorShape& a, const PartialTensorShape& b) {
+  if (a.unknown_rank() || b.unknown_rank())
+    return PartialTensorShape::UnknownRank();
   const int rank = std::max(a.dims(), b.dims());
   std::vector<int64_t> out(rank);
   for (int i = 0; i < rank; ++i) {
@@ -79,13 +83,15 @@ absl::StatusOr<PartialTensorShape> BroadcastShapes(const PartialTensorShape& a,
     } else if (db == 1) {
       out[i] = da;
     } else if (da == -1 || db == -1) {
-      // An unknown size against a known one other than 1: the result must be the known size.
+      // An unknown size against a known one other than 1: the result must be
+      // the known size.
       out[i] = da == -1 ? db : da;
     } else if (da == db) {
       out[i] = da;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("shapes ", a.DebugString(), " and ",
-                                                     b.DebugString(), " cannot be broadcast"));
+      return absl::InvalidArgumentError(absl::StrCat("shapes ", a.DebugString(),
+                                                     " and ", b.DebugString(),
+                                                     " cannot be broadcast"));
     }
   }
   return PartialTensorShape::FromDims(out);

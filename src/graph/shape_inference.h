@@ -1,6 +1,7 @@
-// What an op's shape function sees: input shapes and types, constant input values, attributes;
-// and where it writes output shapes. Shape functions return INVALID_ARGUMENT with a message that
-// names the shapes; the caller prefixes the op and node name.
+// What an op's shape function sees: input shapes and types, constant input
+// values, attributes; and where it writes output shapes. Shape functions return
+// INVALID_ARGUMENT with a message that names the shapes; the caller prefixes
+// the op and node name.
 #ifndef DISTFLOW_GRAPH_SHAPE_INFERENCE_H_
 #define DISTFLOW_GRAPH_SHAPE_INFERENCE_H_
 
@@ -15,9 +16,10 @@ namespace distflow {
 
 class InferenceContext {
  public:
-  InferenceContext(const AttrMap* attrs, std::vector<PartialTensorShape> input_shapes,
-                   std::vector<DataType> input_types, std::vector<const Tensor*> input_values,
-                   int num_outputs)
+  InferenceContext(const AttrMap* attrs,
+                   std::vector<PartialTensorShape> input_shapes,
+                   std::vector<DataType> input_types,
+                   std::vector<const Tensor*> input_values, int num_outputs)
       : attrs_(attrs),
         input_shapes_(std::move(input_shapes)),
         input_types_(std::move(input_types)),
@@ -29,11 +31,15 @@ class InferenceContext {
   int num_outputs() const { return static_cast<int>(output_shapes_.size()); }
   const PartialTensorShape& input(int i) const { return input_shapes_[i]; }
   DataType input_type(int i) const { return input_types_[i]; }
-  // The value of input i when it is a constant known at graph-build time, else nullptr.
+  // The value of input i when it is a constant known at graph-build time, else
+  // nullptr.
   const Tensor* input_value(int i) const { return input_values_[i]; }
 
-  // For a resource input (such as a variable handle): the shape of the value it holds, when known.
-  const PartialTensorShape& input_handle_shape(int i) const { return input_handle_shapes_[i]; }
+  // For a resource input (such as a variable handle): the shape of the value it
+  // holds, when known.
+  const PartialTensorShape& input_handle_shape(int i) const {
+    return input_handle_shapes_[i];
+  }
   void set_input_handle_shapes(std::vector<PartialTensorShape> shapes) {
     input_handle_shapes_ = std::move(shapes);
   }
@@ -43,14 +49,19 @@ class InferenceContext {
     return distflow::GetAttr(*attrs_, name, out);
   }
 
-  void set_output(int i, PartialTensorShape shape) { output_shapes_[i] = std::move(shape); }
+  void set_output(int i, PartialTensorShape shape) {
+    output_shapes_[i] = std::move(shape);
+  }
   const PartialTensorShape& output(int i) const { return output_shapes_[i]; }
-  std::vector<PartialTensorShape> TakeOutputs() { return std::move(output_shapes_); }
+  std::vector<PartialTensorShape> TakeOutputs() {
+    return std::move(output_shapes_);
+  }
 
   // INVALID_ARGUMENT unless input i has rank `rank` (or unknown rank).
   absl::Status WithRank(int i, int rank) const;
-  // Input i interpreted as a shape: a constant int32/int64 vector gives a known shape; an unknown
-  // value of known length gives that many unknown sizes. -1 entries mean unknown.
+  // Input i interpreted as a shape: a constant int32/int64 vector gives a known
+  // shape; an unknown value of known length gives that many unknown sizes. -1
+  // entries mean unknown.
   absl::StatusOr<PartialTensorShape> InputAsShape(int i) const;
 
  private:
@@ -72,8 +83,8 @@ absl::Status UnchangedShape(InferenceContext* c);
 absl::Status Scalar(InferenceContext* c);
 // No outputs.
 absl::Status NoOutputs(InferenceContext* c);
-// Output 0 has the broadcast shape of inputs 0 and 1 (numpy rules); INVALID_ARGUMENT naming both
-// shapes if they do not broadcast.
+// Output 0 has the broadcast shape of inputs 0 and 1 (numpy rules);
+// INVALID_ARGUMENT naming both shapes if they do not broadcast.
 absl::Status BroadcastBinary(InferenceContext* c);
 }  // namespace shape_fns
 

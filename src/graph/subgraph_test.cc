@@ -16,7 +16,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-// x -> a = x * 2 -> b = a + 1, and an unrelated branch u -> v; "init" runs "side" and "b".
+// x -> a = x * 2 -> b = a + 1, and an unrelated branch u -> v; "init" runs
+// "side" and "b".
 class SubgraphTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,7 +50,8 @@ class SubgraphTest : public ::testing::Test {
     return names;
   }
 
-  static std::vector<const Node*> NodesOfOp(const Graph& g, const std::string& op) {
+  static std::vector<const Node*> NodesOfOp(const Graph& g,
+                                            const std::string& op) {
     std::vector<const Node*> found;
     for (const auto& n : g.nodes()) {
       if (n->op() == op) found.push_back(n.get());
@@ -84,7 +86,8 @@ TEST_F(SubgraphTest, KeepsOnlyNeededNodes) {
   auto g = Build({{"x:0"}, {"b:0"}, {}});
   ASSERT_NE(g, nullptr);
   std::set<std::string> names = Names(*g);
-  EXPECT_TRUE(names.count("a") && names.count("b")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("a") && names.count("b"))
+      << ::testing::PrintToString(names);
   for (const char* dropped : {"u", "v", "init", "side", "x"}) {
     EXPECT_EQ(names.count(dropped), 0u) << dropped;
   }
@@ -163,7 +166,8 @@ TEST_F(SubgraphTest, TargetsRunWithTheirControlInputs) {
   EXPECT_EQ(names.count("v"), 0u);
   EXPECT_TRUE(NodesOfOp(*g, "_Retval").empty());
   std::vector<std::string> deps;
-  for (const Node* c : g->FindNode("init")->control_inputs()) deps.push_back(c->name());
+  for (const Node* c : g->FindNode("init")->control_inputs())
+    deps.push_back(c->name());
   EXPECT_THAT(deps, UnorderedElementsAre("side", "b"));
 }
 
@@ -196,7 +200,8 @@ TEST_F(SubgraphTest, DuplicateFeedIsRefused) {
 
 TEST(SubgraphNamesTest, FeedsWhoseNamesFlattenAlikeGetDistinctArgs) {
   Scope s = Scope::NewRootScope();
-  auto p = ops::Placeholder(s.NewSubScope("l").WithOpName("x"), DataType::kFloat);
+  auto p =
+      ops::Placeholder(s.NewSubScope("l").WithOpName("x"), DataType::kFloat);
   auto q = ops::Placeholder(s.WithOpName("l_x"), DataType::kFloat);
   ops::Add(s.WithOpName("sum"), p, q);
   // A user node already named like an inserted one.
@@ -223,9 +228,12 @@ TEST(FindEndpointTest, ResolvesNamesAndIndices) {
     EXPECT_EQ(e->node, x.node());
     EXPECT_EQ(e->index, 0);
   }
-  EXPECT_EQ(FindEndpoint(*s.graph(), "^x").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(FindEndpoint(*s.graph(), "x:1").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(FindEndpoint(*s.graph(), "y").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindEndpoint(*s.graph(), "^x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindEndpoint(*s.graph(), "x:1").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FindEndpoint(*s.graph(), "y").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

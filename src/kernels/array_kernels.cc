@@ -13,7 +13,8 @@ class ConstOp : public OpKernel {
   explicit ConstOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     ctx->SetStatus(ctx->GetAttr("value", &value_));
   }
-  // Every step shares the one decoded tensor; consumers never write to their inputs.
+  // Every step shares the one decoded tensor; consumers never write to their
+  // inputs.
   void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
   bool IsExpensive() const override { return false; }
 
@@ -31,9 +32,9 @@ class PlaceholderOp : public OpKernel {
     expected_ = absl::StrCat(DataTypeName(dtype), shape.DebugString());
   }
   void Compute(OpKernelContext* ctx) override {
-    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-        "placeholder '", name(), "' must be fed a ", expected_,
-        " value (pass it in the feeds of Run)")));
+    ctx->SetStatus(absl::InvalidArgumentError(
+        absl::StrCat("placeholder '", name(), "' must be fed a ", expected_,
+                     " value (pass it in the feeds of Run)")));
   }
 
  private:
@@ -43,7 +44,9 @@ class PlaceholderOp : public OpKernel {
 class IdentityOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+  void Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, ctx->input(0));
+  }
   bool IsExpensive() const override { return false; }
 };
 
@@ -52,7 +55,8 @@ class ShapeOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const TensorShape& shape = ctx->input(0).shape();
-    Tensor* out = ctx->allocate_output(0, output_type(0), TensorShape({shape.dims()}));
+    Tensor* out =
+        ctx->allocate_output(0, output_type(0), TensorShape({shape.dims()}));
     for (int i = 0; i < shape.dims(); ++i) {
       if (output_type(0) == DataType::kInt32) {
         out->flat<int32_t>()[i] = static_cast<int32_t>(shape.dim_size(i));
@@ -93,16 +97,17 @@ class ReshapeOp : public OpKernel {
       } else {
         DF_OP_REQUIRES(ctx, dims[i] >= 0,
                        absl::InvalidArgumentError(absl::StrCat(
-                           "shape ", sizes.DebugString(), " has a bad size ", dims[i],
-                           " (sizes are >= 0, with at most one -1)")));
+                           "shape ", sizes.DebugString(), " has a bad size ",
+                           dims[i], " (sizes are >= 0, with at most one -1)")));
         product *= dims[i];
       }
     }
     if (unknown >= 0) {
       DF_OP_REQUIRES(ctx, product > 0 && input.NumElements() % product == 0,
                      absl::InvalidArgumentError(absl::StrCat(
-                         "cannot reshape ", input.TypeString(), " (", input.NumElements(),
-                         " elements) to ", PartialTensorShape::FromDims(dims)->DebugString())));
+                         "cannot reshape ", input.TypeString(), " (",
+                         input.NumElements(), " elements) to ",
+                         PartialTensorShape::FromDims(dims)->DebugString())));
       dims[unknown] = input.NumElements() / product;
     }
     auto shape = TensorShape::FromDims(dims);
@@ -122,17 +127,17 @@ class FillOp : public OpKernel {
     const Tensor& value = ctx->input(1);
     DF_OP_REQUIRES(ctx, dims.dims() == 1 && value.dims() == 0,
                    absl::InvalidArgumentError(absl::StrCat(
-                       "dims must be a vector and value a scalar, got ", dims.TypeString(),
-                       " and ", value.TypeString())));
+                       "dims must be a vector and value a scalar, got ",
+                       dims.TypeString(), " and ", value.TypeString())));
     auto shape = TensorShape::FromDims(ShapeVector(dims));
     DF_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = ctx->allocate_output(0, value.dtype(), *shape);
     DF_OP_REQUIRES_OK(ctx, VisitDataType(value.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T v = value.scalar<T>();
-      for (T& x : out->flat<T>()) x = v;
-      return absl::OkStatus();
-    }));
+                        using T = typename decltype(tag)::type;
+                        const T v = value.scalar<T>();
+                        for (T& x : out->flat<T>()) x = v;
+                        return absl::OkStatus();
+                      }));
   }
 };
 

@@ -1,4 +1,5 @@
-// NoOp, and the _Arg/_Retval kernels that move feeds and fetches through the call frame.
+// NoOp, and the _Arg/_Retval kernels that move feeds and fetches through the
+// call frame.
 #include "absl/strings/str_cat.h"
 #include "kernels/kernel_families.h"
 

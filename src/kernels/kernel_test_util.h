@@ -1,5 +1,5 @@
-// Helpers for kernel tests: running a graph built with a Scope in a real local session, the way
-// users run kernels, and deterministic test data.
+// Helpers for kernel tests: running a graph built with a Scope in a real local
+// session, the way users run kernels, and deterministic test data.
 #ifndef DISTFLOW_KERNELS_KERNEL_TEST_UTIL_H_
 #define DISTFLOW_KERNELS_KERNEL_TEST_UTIL_H_
 
@@ -23,29 +23,31 @@
 namespace distflow {
 namespace test {
 
-// Runs the scope's graph in a new local session: feeds `feeds`, runs `targets` and returns the
-// values of `fetches`.
-inline absl::StatusOr<std::vector<Tensor>> RunGraph(const Scope& scope,
-                                                    const ClientSession::FeedDict& feeds,
-                                                    const std::vector<Output>& fetches,
-                                                    const SessionOptions& options = {}) {
+// Runs the scope's graph in a new local session: feeds `feeds`, runs `targets`
+// and returns the values of `fetches`.
+inline absl::StatusOr<std::vector<Tensor>> RunGraph(
+    const Scope& scope, const ClientSession::FeedDict& feeds,
+    const std::vector<Output>& fetches, const SessionOptions& options = {}) {
   auto session = ClientSession::Create(scope, options);
   if (!session.ok()) return session.status();
   return (*session)->Run(feeds, fetches);
 }
 
-// The value of `fetch` computed in a new local session, or the error of running it.
+// The value of `fetch` computed in a new local session, or the error of running
+// it.
 inline absl::StatusOr<Tensor> RunOne(const Scope& scope, const Output& fetch,
                                      const ClientSession::FeedDict& feeds = {},
                                      const SessionOptions& options = {}) {
   auto out = RunGraph(scope, feeds, {fetch}, options);
   if (!out.ok()) return out.status();
-  if (out->size() != 1) return absl::InternalError("expected exactly one fetched value");
+  if (out->size() != 1)
+    return absl::InternalError("expected exactly one fetched value");
   return std::move((*out)[0]);
 }
 
-// `n` deterministic pseudo-random values: floats in [-1, 1), or small integers so that sums and
-// products of a few terms stay in range (uint8 covers its whole range: it wraps like the kernels).
+// `n` deterministic pseudo-random values: floats in [-1, 1), or small integers
+// so that sums and products of a few terms stay in range (uint8 covers its
+// whole range: it wraps like the kernels).
 template <typename T>
 std::vector<T> RandomValues(int64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -68,7 +70,9 @@ template <typename T>
 Tensor MakeTensor(const TensorShape& shape, const std::vector<T>& values) {
   Tensor t(DataTypeOf<T>::value, shape);
   EXPECT_EQ(static_cast<int64_t>(values.size()), shape.num_elements());
-  for (int64_t i = 0; i < shape.num_elements() && i < static_cast<int64_t>(values.size()); ++i) {
+  for (int64_t i = 0;
+       i < shape.num_elements() && i < static_cast<int64_t>(values.size());
+       ++i) {
     t.flat<T>()[i] = values[i];
   }
   return t;
@@ -79,8 +83,8 @@ Tensor RandomTensor(const TensorShape& shape, uint32_t seed) {
   return MakeTensor<T>(shape, RandomValues<T>(shape.num_elements(), seed));
 }
 
-// Success if `got` has `want`'s dtype and shape and exactly equal elements; otherwise names the
-// first element that differs.
+// Success if `got` has `want`'s dtype and shape and exactly equal elements;
+// otherwise names the first element that differs.
 template <typename T>
 ::testing::AssertionResult TensorsEqual(const Tensor& got, const Tensor& want) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
@@ -92,24 +96,28 @@ template <typename T>
   for (size_t i = 0; i < g.size(); ++i) {
     if (!(g[i] == w[i])) {
       return ::testing::AssertionFailure()
-             << "element " << i << " of " << got.TypeString() << " differs: got "
-             << ::testing::PrintToString(g[i]) << ", want " << ::testing::PrintToString(w[i]);
+             << "element " << i << " of " << got.TypeString()
+             << " differs: got " << ::testing::PrintToString(g[i]) << ", want "
+             << ::testing::PrintToString(w[i]);
     }
   }
   return ::testing::AssertionSuccess();
 }
 
-// Success if `status` has `code` and its message contains every string of `parts`.
-inline ::testing::AssertionResult HasError(const absl::Status& status, absl::StatusCode code,
-                                           std::initializer_list<std::string> parts) {
+// Success if `status` has `code` and its message contains every string of
+// `parts`.
+inline ::testing::AssertionResult HasError(
+    const absl::Status& status, absl::StatusCode code,
+    std::initializer_list<std::string> parts) {
   if (status.code() != code) {
-    return ::testing::AssertionFailure()
-           << "got " << status << ", want code " << absl::StatusCodeToString(code);
+    return ::testing::AssertionFailure() << "got " << status << ", want code "
+                                         << absl::StatusCodeToString(code);
   }
   for (const std::string& part : parts) {
     if (std::string(status.message()).find(part) == std::string::npos) {
       return ::testing::AssertionFailure()
-             << "message of " << status << " does not mention \"" << part << "\"";
+             << "message of " << status << " does not mention \"" << part
+             << "\"";
     }
   }
   return ::testing::AssertionSuccess();

@@ -19,7 +19,8 @@ constexpr int64_t kParallelThreshold = 32 * 1024;
 
 // out[i] = f(x[ix], y[iy]) over the broadcast of x and y into out's shape.
 template <typename T, typename F>
-void BroadcastApply(const Tensor& x, const Tensor& y, Tensor* out, F f, ThreadPool* pool) {
+void BroadcastApply(const Tensor& x, const Tensor& y, Tensor* out, F f,
+                    ThreadPool* pool) {
   const T* a = x.data<T>();
   const T* b = y.data<T>();
   T* z = out->data<T>();
@@ -51,7 +52,8 @@ void BroadcastApply(const Tensor& x, const Tensor& y, Tensor* out, F f, ThreadPo
     });
     return;
   }
-  // General case: strides of x and y in the output's index space (0 along broadcast dimensions).
+  // General case: strides of x and y in the output's index space (0 along
+  // broadcast dimensions).
   const TensorShape& os = out->shape();
   const int rank = os.dims();
   std::vector<int64_t> sx(rank, 0), sy(rank, 0);
@@ -80,7 +82,8 @@ void BroadcastApply(const Tensor& x, const Tensor& y, Tensor* out, F f, ThreadPo
         oy += i * sy[d];
       }
       T* zr = z + row * inner;
-      for (int64_t j = 0; j < inner; ++j) zr[j] = f(a[ox + j * ix_step], b[oy + j * iy_step]);
+      for (int64_t j = 0; j < inner; ++j)
+        zr[j] = f(a[ox + j * ix_step], b[oy + j * iy_step]);
     }
   };
   if (n >= kParallelThreshold) {
@@ -103,24 +106,30 @@ class BinaryOp : public OpKernel {
     DF_OP_REQUIRES_OK(ctx, out_shape.status());
     Tensor* out = ctx->allocate_output(0, x.dtype(), *out_shape);
     DF_OP_REQUIRES_OK(ctx, VisitNumericType(x.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      BroadcastApply<T>(x, y, out, F(), ctx->intra_op_pool());
-      return absl::OkStatus();
-    }));
+                        using T = typename decltype(tag)::type;
+                        BroadcastApply<T>(x, y, out, F(), ctx->intra_op_pool());
+                        return absl::OkStatus();
+                      }));
   }
 };
 
 struct AddFn {
   template <typename T>
-  T operator()(T a, T b) const { return a + b; }
+  T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct SubFn {
   template <typename T>
-  T operator()(T a, T b) const { return a - b; }
+  T operator()(T a, T b) const {
+    return a - b;
+  }
 };
 struct MulFn {
   template <typename T>
-  T operator()(T a, T b) const { return a * b; }
+  T operator()(T a, T b) const {
+    return a * b;
+  }
 };
 
 class MatMulOp : public OpKernel {
@@ -134,31 +143,35 @@ class MatMulOp : public OpKernel {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
     DF_OP_REQUIRES(ctx, a.dims() == 2 && b.dims() == 2,
-                   absl::InvalidArgumentError(absl::StrCat(
-                       "inputs must be matrices, got ", a.TypeString(), " and ", b.TypeString())));
+                   absl::InvalidArgumentError(
+                       absl::StrCat("inputs must be matrices, got ",
+                                    a.TypeString(), " and ", b.TypeString())));
     const int64_t m = a.dim_size(transpose_a_ ? 1 : 0);
     const int64_t ka = a.dim_size(transpose_a_ ? 0 : 1);
     const int64_t kb = b.dim_size(transpose_b_ ? 1 : 0);
     const int64_t n = b.dim_size(transpose_b_ ? 0 : 1);
-    DF_OP_REQUIRES(ctx, ka == kb,
-                   absl::InvalidArgumentError(absl::StrCat(
-                       "inner dimensions differ: a is ", a.shape().DebugString(), ", b is ",
-                       b.shape().DebugString(), " (", ka, " vs ", kb, ")")));
+    DF_OP_REQUIRES(
+        ctx, ka == kb,
+        absl::InvalidArgumentError(absl::StrCat(
+            "inner dimensions differ: a is ", a.shape().DebugString(),
+            ", b is ", b.shape().DebugString(), " (", ka, " vs ", kb, ")")));
     Tensor* out = ctx->allocate_output(0, a.dtype(), TensorShape({m, n}));
-    DF_OP_REQUIRES_OK(ctx, VisitNumericType(a.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, uint8_t>) {
-        return absl::InvalidArgumentError("MatMul does not support uint8");
-      } else {
-        Multiply<T>(a, b, out, ctx->intra_op_pool());
-        return absl::OkStatus();
-      }
-    }));
+    DF_OP_REQUIRES_OK(
+        ctx, VisitNumericType(a.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (std::is_same_v<T, uint8_t>) {
+            return absl::InvalidArgumentError("MatMul does not support uint8");
+          } else {
+            Multiply<T>(a, b, out, ctx->intra_op_pool());
+            return absl::OkStatus();
+          }
+        }));
   }
 
  private:
   template <typename T>
-  void Multiply(const Tensor& a, const Tensor& b, Tensor* out, ThreadPool* pool) const {
+  void Multiply(const Tensor& a, const Tensor& b, Tensor* out,
+                ThreadPool* pool) const {
     using Matrix = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>>;
     using OutMatrix = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor>>;
     Matrix ma(a.data<T>(), a.dim_size(0), a.dim_size(1));
@@ -170,7 +183,8 @@ class MatMulOp : public OpKernel {
       return;
     }
     const std::array<Eigen::IndexPair<Eigen::Index>, 1> dims = {
-        Eigen::IndexPair<Eigen::Index>(transpose_a_ ? 0 : 1, transpose_b_ ? 1 : 0)};
+        Eigen::IndexPair<Eigen::Index>(transpose_a_ ? 0 : 1,
+                                       transpose_b_ ? 1 : 0)};
     mo.device(pool->eigen_device()) = ma.contract(mb, dims);
   }
 

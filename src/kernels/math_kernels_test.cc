@@ -1,5 +1,5 @@
-// Add, Sub, Mul and MatMul, run through a local session and checked against references computed
-// here by explicit index arithmetic.
+// Add, Sub, Mul and MatMul, run through a local session and checked against
+// references computed here by explicit index arithmetic.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,9 +25,11 @@ struct BinaryOpCase {
   const char* name;
   BinaryOpFn build;
 };
-const BinaryOpCase kBinaryOps[] = {{"Add", ops::Add}, {"Sub", ops::Sub}, {"Mul", ops::Mul}};
+const BinaryOpCase kBinaryOps[] = {
+    {"Add", ops::Add}, {"Sub", ops::Sub}, {"Mul", ops::Mul}};
 
-// What op `name` computes for one pair of elements (uint8 wraps around, like C++ conversion).
+// What op `name` computes for one pair of elements (uint8 wraps around, like
+// C++ conversion).
 template <typename T>
 T Apply(const std::string& name, T a, T b) {
   if (name == "Add") return static_cast<T>(a + b);
@@ -35,15 +37,18 @@ T Apply(const std::string& name, T a, T b) {
   return static_cast<T>(a * b);
 }
 
-// Size of dimension d of `shape` once aligned right to `rank` dimensions (missing ones are 1).
+// Size of dimension d of `shape` once aligned right to `rank` dimensions
+// (missing ones are 1).
 int64_t AlignedDim(const TensorShape& shape, int rank, int d) {
   const int i = shape.dims() - rank + d;
   return i >= 0 ? shape.dim_size(i) : 1;
 }
 
-// The row-major offset in a tensor of `shape` of the element that output index `index` (of rank
-// `rank`) reads: size-1 dimensions are pinned to 0, missing leading dimensions are skipped.
-int64_t SourceOffset(const TensorShape& shape, int rank, const std::vector<int64_t>& index) {
+// The row-major offset in a tensor of `shape` of the element that output index
+// `index` (of rank `rank`) reads: size-1 dimensions are pinned to 0, missing
+// leading dimensions are skipped.
+int64_t SourceOffset(const TensorShape& shape, int rank,
+                     const std::vector<int64_t>& index) {
   int64_t offset = 0;
   for (int d = 0; d < shape.dims(); ++d) {
     const int64_t size = shape.dim_size(d);
@@ -54,12 +59,15 @@ int64_t SourceOffset(const TensorShape& shape, int rank, const std::vector<int64
 
 // The numpy broadcast of `x` op `y`, one output element at a time.
 template <typename T>
-Tensor BroadcastReference(const std::string& op, const Tensor& x, const Tensor& y) {
+Tensor BroadcastReference(const std::string& op, const Tensor& x,
+                          const Tensor& y) {
   const int rank = std::max(x.dims(), y.dims());
   std::vector<int64_t> dims(rank);
   for (int d = 0; d < rank; ++d) {
-    const int64_t nx = AlignedDim(x.shape(), rank, d), ny = AlignedDim(y.shape(), rank, d);
-    EXPECT_TRUE(nx == ny || nx == 1 || ny == 1) << "test bug: shapes do not broadcast";
+    const int64_t nx = AlignedDim(x.shape(), rank, d),
+                  ny = AlignedDim(y.shape(), rank, d);
+    EXPECT_TRUE(nx == ny || nx == 1 || ny == 1)
+        << "test bug: shapes do not broadcast";
     dims[d] = nx == 1 ? ny : nx;
   }
   Tensor out(x.dtype(), *TensorShape::FromDims(dims));
@@ -70,8 +78,9 @@ Tensor BroadcastReference(const std::string& op, const Tensor& x, const Tensor& 
       index[d] = rest % dims[d];
       rest /= dims[d];
     }
-    out.flat<T>()[i] = Apply<T>(op, x.flat<T>()[SourceOffset(x.shape(), rank, index)],
-                                y.flat<T>()[SourceOffset(y.shape(), rank, index)]);
+    out.flat<T>()[i] =
+        Apply<T>(op, x.flat<T>()[SourceOffset(x.shape(), rank, index)],
+                 y.flat<T>()[SourceOffset(y.shape(), rank, index)]);
   }
   return out;
 }
@@ -81,9 +90,11 @@ class ElementwiseTest : public ::testing::Test {
  protected:
   static constexpr DataType kType = DataTypeOf<T>::value;
 
-  // Checks every op on inputs of these shapes: as constants (shapes known when building) and,
-  // unless `placeholders_only`, also fed through placeholders of unknown shape.
-  void Check(const TensorShape& xs, const TensorShape& ys, bool placeholders_only = false) {
+  // Checks every op on inputs of these shapes: as constants (shapes known when
+  // building) and, unless `placeholders_only`, also fed through placeholders of
+  // unknown shape.
+  void Check(const TensorShape& xs, const TensorShape& ys,
+             bool placeholders_only = false) {
     SCOPED_TRACE(xs.DebugString() + " with " + ys.DebugString());
     const Tensor x = RandomTensor<T>(xs, 1 + xs.num_elements());
     const Tensor y = RandomTensor<T>(ys, 7 + ys.num_elements());
@@ -158,22 +169,26 @@ TYPED_TEST(ElementwiseTest, NumberLiteralTakesTheTensorsType) {
   auto got = RunOne(s, z);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(test::TensorsEqual<TypeParam>(
-      *got, BroadcastReference<TypeParam>("Add", x, Tensor::Scalar<TypeParam>(3))));
+      *got,
+      BroadcastReference<TypeParam>("Add", x, Tensor::Scalar<TypeParam>(3))));
 }
 
 TEST(ElementwiseErrorTest, RuntimeShapesThatDoNotBroadcastNameShapesAndNode) {
   for (const BinaryOpCase& op : kBinaryOps) {
     SCOPED_TRACE(op.name);
     Scope s = Scope::NewRootScope();
-    Output x = ops::Placeholder(s, DataType::kFloat), y = ops::Placeholder(s, DataType::kFloat);
+    Output x = ops::Placeholder(s, DataType::kFloat),
+           y = ops::Placeholder(s, DataType::kFloat);
     Output z = op.build(s.WithOpName("combine"), x, y);
     ASSERT_TRUE(s.ok()) << s.status();
-    auto got = RunOne(s, z, {{x, Tensor(DataType::kFloat, {2, 3})},
-                             {y, Tensor(DataType::kFloat, {4})}});
+    auto got = RunOne(s, z,
+                      {{x, Tensor(DataType::kFloat, {2, 3})},
+                       {y, Tensor(DataType::kFloat, {4})}});
     EXPECT_TRUE(HasError(got.status(), absl::StatusCode::kInvalidArgument,
                          {"[2,3]", "[4]", "combine"}));
-    got = RunOne(s, z, {{x, Tensor(DataType::kFloat, {2, 3})},
-                        {y, Tensor(DataType::kFloat, {3, 2})}});
+    got = RunOne(s, z,
+                 {{x, Tensor(DataType::kFloat, {2, 3})},
+                  {y, Tensor(DataType::kFloat, {3, 2})}});
     EXPECT_TRUE(HasError(got.status(), absl::StatusCode::kInvalidArgument,
                          {"[2,3]", "[3,2]", "combine"}));
   }
@@ -182,7 +197,8 @@ TEST(ElementwiseErrorTest, RuntimeShapesThatDoNotBroadcastNameShapesAndNode) {
 TEST(ElementwiseErrorTest, KnownShapesThatDoNotBroadcastFailWhenBuilding) {
   Scope s = Scope::NewRootScope();
   ops::Add(s, Tensor(DataType::kInt32, {2, 3}), Tensor(DataType::kInt32, {4}));
-  EXPECT_TRUE(HasError(s.status(), absl::StatusCode::kInvalidArgument, {"[2,3]", "[4]"}));
+  EXPECT_TRUE(HasError(s.status(), absl::StatusCode::kInvalidArgument,
+                       {"[2,3]", "[4]"}));
 }
 
 // ---- MatMul ----
@@ -190,26 +206,34 @@ TEST(ElementwiseErrorTest, KnownShapesThatDoNotBroadcastFailWhenBuilding) {
 // Element (i, j) of `m` read as a matrix, transposed if `transpose`.
 template <typename T>
 T At(const Tensor& m, bool transpose, int64_t i, int64_t j) {
-  return transpose ? m.flat<T>()[j * m.dim_size(1) + i] : m.flat<T>()[i * m.dim_size(1) + j];
+  return transpose ? m.flat<T>()[j * m.dim_size(1) + i]
+                   : m.flat<T>()[i * m.dim_size(1) + j];
 }
 
 template <typename T>
 class MatMulTest : public ::testing::Test {
  protected:
-  // Multiplies random matrices with [m,k] by [k,n] products (stored transposed as asked) and
-  // checks the result against a naive triple loop: exactly for integers, for floats within a
-  // relative 1e-5 of the sum of the magnitudes of the terms.
-  void Check(int64_t m, int64_t k, int64_t n, bool ta, bool tb, bool fed = false) {
-    SCOPED_TRACE(testing::Message() << "m=" << m << " k=" << k << " n=" << n << " ta=" << ta
-                                    << " tb=" << tb << " fed=" << fed);
-    const Tensor a = RandomTensor<T>(ta ? TensorShape({k, m}) : TensorShape({m, k}), 11 + m);
-    const Tensor b = RandomTensor<T>(tb ? TensorShape({n, k}) : TensorShape({k, n}), 13 + n);
+  // Multiplies random matrices with [m,k] by [k,n] products (stored transposed
+  // as asked) and checks the result against a naive triple loop: exactly for
+  // integers, for floats within a relative 1e-5 of the sum of the magnitudes of
+  // the terms.
+  void Check(int64_t m, int64_t k, int64_t n, bool ta, bool tb,
+             bool fed = false) {
+    SCOPED_TRACE(testing::Message()
+                 << "m=" << m << " k=" << k << " n=" << n << " ta=" << ta
+                 << " tb=" << tb << " fed=" << fed);
+    const Tensor a =
+        RandomTensor<T>(ta ? TensorShape({k, m}) : TensorShape({m, k}), 11 + m);
+    const Tensor b =
+        RandomTensor<T>(tb ? TensorShape({n, k}) : TensorShape({k, n}), 13 + n);
     Scope s = Scope::NewRootScope();
     Output pa = ops::Placeholder(s, DataTypeOf<T>::value, {-1, -1});
     Output pb = ops::Placeholder(s, DataTypeOf<T>::value, {-1, -1});
-    Output y = fed ? ops::MatMul(s, pa, pb, {ta, tb}) : ops::MatMul(s, a, b, {ta, tb});
+    Output y =
+        fed ? ops::MatMul(s, pa, pb, {ta, tb}) : ops::MatMul(s, a, b, {ta, tb});
     ASSERT_TRUE(s.ok()) << s.status();
-    EXPECT_EQ(y.shape(), fed ? PartialTensorShape({-1, -1}) : PartialTensorShape({m, n}));
+    EXPECT_EQ(y.shape(),
+              fed ? PartialTensorShape({-1, -1}) : PartialTensorShape({m, n}));
     SessionOptions options;
     options.intra_op_threads = 4;
     ClientSession::FeedDict feeds;
@@ -222,13 +246,15 @@ class MatMulTest : public ::testing::Test {
       for (int64_t j = 0; j < n; ++j) {
         double want = 0, scale = 0;
         for (int64_t p = 0; p < k; ++p) {
-          const double term = static_cast<double>(At<T>(a, ta, i, p)) * At<T>(b, tb, p, j);
+          const double term =
+              static_cast<double>(At<T>(a, ta, i, p)) * At<T>(b, tb, p, j);
           want += term;
           scale += std::abs(term);
         }
         const T g = got->flat<T>()[i * n + j];
         if constexpr (std::is_floating_point_v<T>) {
-          ASSERT_LE(std::abs(g - want), 1e-5 * scale) << "at (" << i << ", " << j << ")";
+          ASSERT_LE(std::abs(g - want), 1e-5 * scale)
+              << "at (" << i << ", " << j << ")";
         } else {
           ASSERT_EQ(g, static_cast<T>(want)) << "at (" << i << ", " << j << ")";
         }
@@ -269,19 +295,25 @@ TYPED_TEST(MatMulTest, EmptyDimensions) {
 
 TEST(MatMulErrorTest, MismatchedRuntimeShapesNameTheShapes) {
   Scope s = Scope::NewRootScope();
-  Output a = ops::Placeholder(s, DataType::kFloat), b = ops::Placeholder(s, DataType::kFloat);
+  Output a = ops::Placeholder(s, DataType::kFloat),
+         b = ops::Placeholder(s, DataType::kFloat);
   Output y = ops::MatMul(s.WithOpName("product"), a, b);
-  Output yt = ops::MatMul(s.WithOpName("product_t"), a, b, {/*transpose_a=*/true, false});
+  Output yt = ops::MatMul(s.WithOpName("product_t"), a, b,
+                          {/*transpose_a=*/true, false});
   ASSERT_TRUE(s.ok()) << s.status();
   const Tensor a23(DataType::kFloat, {2, 3}), b45(DataType::kFloat, {4, 5});
   EXPECT_TRUE(HasError(RunOne(s, y, {{a, a23}, {b, b45}}).status(),
-                       absl::StatusCode::kInvalidArgument, {"[2,3]", "[4,5]", "product"}));
+                       absl::StatusCode::kInvalidArgument,
+                       {"[2,3]", "[4,5]", "product"}));
   // Transposed, a [2,3] has inner dimension 2, which a [3,5] b does not match.
   const Tensor b35(DataType::kFloat, {3, 5});
   EXPECT_TRUE(HasError(RunOne(s, yt, {{a, a23}, {b, b35}}).status(),
-                       absl::StatusCode::kInvalidArgument, {"[2,3]", "[3,5]", "product_t"}));
-  EXPECT_TRUE(HasError(RunOne(s, y, {{a, Tensor(DataType::kFloat, {2, 3, 1})}, {b, b35}}).status(),
-                       absl::StatusCode::kInvalidArgument, {"[2,3,1]", "product"}));
+                       absl::StatusCode::kInvalidArgument,
+                       {"[2,3]", "[3,5]", "product_t"}));
+  EXPECT_TRUE(HasError(
+      RunOne(s, y, {{a, Tensor(DataType::kFloat, {2, 3, 1})}, {b, b35}})
+          .status(),
+      absl::StatusCode::kInvalidArgument, {"[2,3,1]", "product"}));
 }
 
 }  // namespace

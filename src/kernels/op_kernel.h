@@ -1,8 +1,9 @@
 // The kernel interface: the code that computes one op on one device.
 //
-// A kernel is constructed once per node when an executor is built (reading attributes, failing
-// early on bad ones) and then computes once per step, possibly from several steps at once, so
-// Compute must be thread-safe. Errors go to the context's status; the executor adds the node name.
+// A kernel is constructed once per node when an executor is built (reading
+// attributes, failing early on bad ones) and then computes once per step,
+// possibly from several steps at once, so Compute must be thread-safe. Errors
+// go to the context's status; the executor adds the node name.
 #ifndef DISTFLOW_KERNELS_OP_KERNEL_H_
 #define DISTFLOW_KERNELS_OP_KERNEL_H_
 
@@ -44,7 +45,8 @@ class CallFrame {
 
 class OpKernelConstruction {
  public:
-  OpKernelConstruction(const Node* node, DeviceBase* device) : node_(node), device_(device) {}
+  OpKernelConstruction(const Node* node, DeviceBase* device)
+      : node_(node), device_(device) {}
 
   const Node& node() const { return *node_; }
   DeviceBase* device() const { return device_; }
@@ -87,7 +89,9 @@ class OpKernelContext {
   std::vector<Tensor>& outputs() { return outputs_; }
 
   DeviceBase* device() const { return params_.device; }
-  ResourceMgr* resource_manager() const { return params_.device->resource_manager(); }
+  ResourceMgr* resource_manager() const {
+    return params_.device->resource_manager();
+  }
   ThreadPool* intra_op_pool() const { return params_.device->intra_op_pool(); }
   CallFrame* call_frame() const { return params_.call_frame; }
   CancellationManager* cancellation() const { return params_.cancellation; }
@@ -112,7 +116,8 @@ class OpKernel {
   virtual ~OpKernel() = default;
 
   virtual void Compute(OpKernelContext* ctx) = 0;
-  // Cheap kernels run inline on the executor's thread instead of being scheduled.
+  // Cheap kernels run inline on the executor's thread instead of being
+  // scheduled.
   virtual bool IsExpensive() const { return true; }
   virtual AsyncOpKernel* AsAsync() { return nullptr; }
 
@@ -127,26 +132,29 @@ class OpKernel {
   std::vector<DataType> output_types_;
 };
 
-// A kernel that finishes later (waiting on the network or another step) without holding a
-// thread: it calls `done` exactly once when finished, after setting outputs or an error.
+// A kernel that finishes later (waiting on the network or another step) without
+// holding a thread: it calls `done` exactly once when finished, after setting
+// outputs or an error.
 class AsyncOpKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  virtual void ComputeAsync(OpKernelContext* ctx, std::function<void()> done) = 0;
+  virtual void ComputeAsync(OpKernelContext* ctx,
+                            std::function<void()> done) = 0;
   void Compute(OpKernelContext* ctx) override;
   AsyncOpKernel* AsAsync() override { return this; }
 };
 
 }  // namespace distflow
 
-// Sets the error on `ctx` and returns from the enclosing (void) function if `status` is not OK.
-#define DF_OP_REQUIRES_OK(ctx, status_expr)  \
-  do {                                       \
+// Sets the error on `ctx` and returns from the enclosing (void) function if
+// `status` is not OK.
+#define DF_OP_REQUIRES_OK(ctx, status_expr)       \
+  do {                                            \
     ::absl::Status df_op_status_ = (status_expr); \
-    if (!df_op_status_.ok()) {               \
-      (ctx)->SetStatus(df_op_status_);       \
-      return;                                \
-    }                                        \
+    if (!df_op_status_.ok()) {                    \
+      (ctx)->SetStatus(df_op_status_);            \
+      return;                                     \
+    }                                             \
   } while (0)
 
 // Sets `error` on `ctx` and returns if `condition` is false.

@@ -4,7 +4,8 @@ namespace distflow {
 
 void ResourceMgr::Cleanup(const std::string& container) {
   absl::MutexLock lock(&mu_);
-  absl::erase_if(resources_, [&](const auto& kv) { return kv.first.first == container; });
+  absl::erase_if(resources_,
+                 [&](const auto& kv) { return kv.first.first == container; });
 }
 
 void ResourceMgr::Clear() {

@@ -1,4 +1,6 @@
 // Variable kernels: handle, read, assign, assign-add/sub, is-initialized.
+#include <atomic>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "core/type_dispatch.h"
@@ -8,15 +10,23 @@
 namespace distflow {
 
 Tensor* Var::mutable_value() {
-  if (value_.buffer().use_count() > 1) value_ = value_.Copy();
+  if (value_.buffer().use_count() > 1) {
+    value_ = value_.Copy();
+  } else {
+    // use_count() is a relaxed read; the fence orders it after the release
+    // decrement of the last reader that let go, so that reader's accesses
+    // happen before our writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
   return &value_;
 }
 
 std::string Var::DebugString() const {
   absl::MutexLock lock(&mu_);
-  return absl::StrCat("a ", DataTypeName(dtype_), " variable",
-                      initialized_ ? absl::StrCat(" of shape ", value_.shape().DebugString())
-                                   : " (uninitialized)");
+  return absl::StrCat(
+      "a ", DataTypeName(dtype_), " variable",
+      initialized_ ? absl::StrCat(" of shape ", value_.shape().DebugString())
+                   : " (uninitialized)");
 }
 
 namespace {
@@ -29,8 +39,9 @@ class VarHandleOp : public OpKernel {
     ctx->SetStatus(ctx->GetAttr("container", &container));
     ctx->SetStatus(ctx->GetAttr("shared_name", &shared_name));
     ctx->SetStatus(ctx->GetAttr("dtype", &dtype));
-    handle_ = Tensor::Scalar(ResourceHandle{ctx->device()->name(), container,
-                                            shared_name.empty() ? name() : shared_name, dtype});
+    handle_ = Tensor::Scalar(
+        ResourceHandle{ctx->device()->name(), container,
+                       shared_name.empty() ? name() : shared_name, dtype});
   }
   void Compute(OpKernelContext* ctx) override { ctx->set_output(0, handle_); }
   bool IsExpensive() const override { return false; }
@@ -40,25 +51,29 @@ class VarHandleOp : public OpKernel {
 };
 
 absl::Status UninitializedError(const std::string& name) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "variable '", name, "' is not initialized: run the global variables initializer "
-      "(ops::GlobalVariablesInitializer) or restore a checkpoint before reading it"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("variable '", name,
+                   "' is not initialized: run the global variables initializer "
+                   "(ops::GlobalVariablesInitializer) or restore a checkpoint "
+                   "before reading it"));
 }
 
 // The variable a handle input names, created on first use when `create` is set.
-absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx, const Tensor& handle_t,
+absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx,
+                                                 const Tensor& handle_t,
                                                  bool create) {
   const ResourceHandle& h = handle_t.scalar<ResourceHandle>();
   if (h.device != ctx->device()->name()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("variable '", h.name, "' lives on ", h.device, ", not on this device (",
-                     ctx->device()->name(), "); ops that use a variable must be colocated "
+        absl::StrCat("variable '", h.name, "' lives on ", h.device,
+                     ", not on this device (", ctx->device()->name(),
+                     "); ops that use a variable must be colocated "
                      "with it"));
   }
   ResourceMgr* rm = ctx->resource_manager();
   if (create) {
-    return rm->LookupOrCreate<Var>(h.container, h.name,
-                                   [&] { return std::make_shared<Var>(h.dtype); });
+    return rm->LookupOrCreate<Var>(
+        h.container, h.name, [&] { return std::make_shared<Var>(h.dtype); });
   }
   auto var = rm->Lookup<Var>(h.container, h.name);
   if (absl::IsNotFound(var.status())) return UninitializedError(h.name);
@@ -72,8 +87,9 @@ class ReadVariableOp : public OpKernel {
     auto var = GetVariable(ctx, ctx->input(0), /*create=*/false);
     DF_OP_REQUIRES_OK(ctx, var.status());
     absl::MutexLock lock((*var)->mu());
-    DF_OP_REQUIRES(ctx, (*var)->is_initialized(),
-                   UninitializedError(ctx->input(0).scalar<ResourceHandle>().name));
+    DF_OP_REQUIRES(
+        ctx, (*var)->is_initialized(),
+        UninitializedError(ctx->input(0).scalar<ResourceHandle>().name));
     ctx->set_output(0, (*var)->value());
   }
 };
@@ -84,8 +100,8 @@ template <Update kUpdate>
 class AssignVariableOp : public OpKernel {
  public:
   explicit AssignVariableOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    // The shape the variable was declared with, when the handle comes straight from its
-    // VarHandleOp: a value of another shape must not replace it.
+    // The shape the variable was declared with, when the handle comes straight
+    // from its VarHandleOp: a value of another shape must not replace it.
     const Node* producer = ctx->node().input(0).node;
     if (producer->op() == "VarHandleOp") {
       ctx->SetStatus(GetAttr(producer->attrs(), "shape", &declared_shape_));
@@ -95,47 +111,53 @@ class AssignVariableOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
     const Tensor& value = ctx->input(1);
-    // Add and subtract check the value against the variable's current shape below.
-    DF_OP_REQUIRES(ctx,
-                   kUpdate != Update::kAssign || declared_shape_.IsCompatibleWith(value.shape()),
-                   absl::InvalidArgumentError(absl::StrCat(
-                       "cannot assign a value of shape ", value.shape().DebugString(),
-                       " to variable '", h.name, "' declared with shape ",
-                       declared_shape_.DebugString())));
-    auto var = GetVariable(ctx, ctx->input(0), /*create=*/kUpdate == Update::kAssign);
+    // Add and subtract check the value against the variable's current shape
+    // below.
+    DF_OP_REQUIRES(
+        ctx,
+        kUpdate != Update::kAssign ||
+            declared_shape_.IsCompatibleWith(value.shape()),
+        absl::InvalidArgumentError(absl::StrCat(
+            "cannot assign a value of shape ", value.shape().DebugString(),
+            " to variable '", h.name, "' declared with shape ",
+            declared_shape_.DebugString())));
+    auto var =
+        GetVariable(ctx, ctx->input(0), /*create=*/kUpdate == Update::kAssign);
     DF_OP_REQUIRES_OK(ctx, var.status());
     DF_OP_REQUIRES(ctx, value.dtype() == (*var)->dtype(),
                    absl::InvalidArgumentError(absl::StrCat(
-                       "cannot assign ", value.TypeString(), " to variable '", h.name, "' of type ",
-                       DataTypeName((*var)->dtype()))));
+                       "cannot assign ", value.TypeString(), " to variable '",
+                       h.name, "' of type ", DataTypeName((*var)->dtype()))));
     absl::MutexLock lock((*var)->mu());
     if constexpr (kUpdate == Update::kAssign) {
-      DF_OP_REQUIRES(ctx,
-                     !(*var)->is_initialized() || (*var)->value().shape() == value.shape(),
-                     absl::InvalidArgumentError(absl::StrCat(
-                         "cannot assign a value of shape ", value.shape().DebugString(),
-                         " to variable '", h.name, "' of shape ",
-                         (*var)->value().shape().DebugString())));
+      DF_OP_REQUIRES(
+          ctx,
+          !(*var)->is_initialized() || (*var)->value().shape() == value.shape(),
+          absl::InvalidArgumentError(absl::StrCat(
+              "cannot assign a value of shape ", value.shape().DebugString(),
+              " to variable '", h.name, "' of shape ",
+              (*var)->value().shape().DebugString())));
       (*var)->set_value(value);
     } else {
       DF_OP_REQUIRES(ctx, (*var)->is_initialized(), UninitializedError(h.name));
-      DF_OP_REQUIRES(ctx, (*var)->value().shape() == value.shape(),
-                     absl::InvalidArgumentError(absl::StrCat(
-                         "cannot ", kUpdate == Update::kAdd ? "add" : "subtract",
-                         " a value of shape ", value.shape().DebugString(),
-                         kUpdate == Update::kAdd ? " to" : " from", " variable '", h.name,
-                         "' of shape ",
-                         (*var)->value().shape().DebugString())));
+      DF_OP_REQUIRES(
+          ctx, (*var)->value().shape() == value.shape(),
+          absl::InvalidArgumentError(absl::StrCat(
+              "cannot ", kUpdate == Update::kAdd ? "add" : "subtract",
+              " a value of shape ", value.shape().DebugString(),
+              kUpdate == Update::kAdd ? " to" : " from", " variable '", h.name,
+              "' of shape ", (*var)->value().shape().DebugString())));
       Tensor* target = (*var)->mutable_value();
       DF_OP_REQUIRES_OK(ctx, VisitNumericType(value.dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        auto dst = target->flat<T>();
-        auto src = value.flat<T>();
-        for (size_t i = 0; i < dst.size(); ++i) {
-          dst[i] = kUpdate == Update::kAdd ? dst[i] + src[i] : dst[i] - src[i];
-        }
-        return absl::OkStatus();
-      }));
+                          using T = typename decltype(tag)::type;
+                          auto dst = target->flat<T>();
+                          auto src = value.flat<T>();
+                          for (size_t i = 0; i < dst.size(); ++i) {
+                            dst[i] = kUpdate == Update::kAdd ? dst[i] + src[i]
+                                                             : dst[i] - src[i];
+                          }
+                          return absl::OkStatus();
+                        }));
     }
     ctx->set_output(0, (*var)->value());
   }

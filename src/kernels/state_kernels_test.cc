@@ -1,5 +1,6 @@
-// Variables (VarHandleOp, ReadVariableOp, Assign*VariableOp, VarIsInitializedOp), run through a
-// local session whose variables persist across runs.
+// Variables (VarHandleOp, ReadVariableOp, Assign*VariableOp,
+// VarIsInitializedOp), run through a local session whose variables persist
+// across runs.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,8 +28,10 @@ std::unique_ptr<ClientSession> OpenSession(const Scope& scope) {
   return session.ok() ? std::move(*session) : nullptr;
 }
 
-// The single value of `fetch`, or an uninitialized tensor after reporting the error.
-Tensor Fetch(ClientSession* session, const Output& fetch, const ClientSession::FeedDict& feeds = {}) {
+// The single value of `fetch`, or an uninitialized tensor after reporting the
+// error.
+Tensor Fetch(ClientSession* session, const Output& fetch,
+             const ClientSession::FeedDict& feeds = {}) {
   auto got = session->Run(feeds, {fetch});
   EXPECT_TRUE(got.ok()) << got.status();
   return got.ok() ? (*got)[0] : Tensor();
@@ -42,11 +45,14 @@ TEST(StateKernelsTest, InitializeThenRead) {
   auto session = OpenSession(s);
   ASSERT_NE(session, nullptr);
   ASSERT_TRUE(session->RunTargets({init}).ok());
-  EXPECT_TRUE(TensorsEqual<float>(Fetch(session.get(), v),
-                                  Tensor::Matrix<float>({{1.5f, 2.f}, {3.f, -4.f}})));
-  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(session.get(), counter), Tensor::Scalar<int64_t>(7)));
+  EXPECT_TRUE(
+      TensorsEqual<float>(Fetch(session.get(), v),
+                          Tensor::Matrix<float>({{1.5f, 2.f}, {3.f, -4.f}})));
+  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(session.get(), counter),
+                                    Tensor::Scalar<int64_t>(7)));
   // Reads do not change the value.
-  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(session.get(), counter), Tensor::Scalar<int64_t>(7)));
+  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(session.get(), counter),
+                                    Tensor::Scalar<int64_t>(7)));
 }
 
 TEST(StateKernelsTest, AssignReturnsAndKeepsTheNewValue) {
@@ -58,13 +64,16 @@ TEST(StateKernelsTest, AssignReturnsAndKeepsTheNewValue) {
   ASSERT_NE(session, nullptr);
   ASSERT_TRUE(session->RunTargets({v.initializer()}).ok());
   for (int round = 0; round < 3; ++round) {
-    const Tensor value = Tensor::Vector<int32_t>({10 * round, -round, round * round});
-    EXPECT_TRUE(TensorsEqual<int32_t>(Fetch(session.get(), assign, {{p, value}}), value));
+    const Tensor value =
+        Tensor::Vector<int32_t>({10 * round, -round, round * round});
+    EXPECT_TRUE(TensorsEqual<int32_t>(
+        Fetch(session.get(), assign, {{p, value}}), value));
     EXPECT_TRUE(TensorsEqual<int32_t>(Fetch(session.get(), v), value));
   }
 }
 
-// AssignAdd and AssignSub return the updated value and keep it, for several steps in a row.
+// AssignAdd and AssignSub return the updated value and keep it, for several
+// steps in a row.
 template <typename T>
 void CheckAssignAddSub() {
   Scope s = Scope::NewRootScope();
@@ -79,16 +88,23 @@ void CheckAssignAddSub() {
   std::vector<T> want(initial.flat<T>().begin(), initial.flat<T>().end());
   const Tensor before = Fetch(session.get(), v);
   for (int step = 0; step < 3; ++step) {
-    for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<T>(want[i] + delta.flat<T>()[i]);
-    EXPECT_TRUE(TensorsEqual<T>(Fetch(session.get(), add), MakeTensor<T>({2, 3}, want)));
-    EXPECT_TRUE(TensorsEqual<T>(Fetch(session.get(), v), MakeTensor<T>({2, 3}, want)));
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] = static_cast<T>(want[i] + delta.flat<T>()[i]);
+    EXPECT_TRUE(TensorsEqual<T>(Fetch(session.get(), add),
+                                MakeTensor<T>({2, 3}, want)));
+    EXPECT_TRUE(
+        TensorsEqual<T>(Fetch(session.get(), v), MakeTensor<T>({2, 3}, want)));
   }
   for (size_t i = 0; i < want.size(); ++i) {
-    want[i] = static_cast<T>(want[i] - static_cast<T>(delta.flat<T>()[i] + delta.flat<T>()[i]));
+    want[i] = static_cast<T>(
+        want[i] - static_cast<T>(delta.flat<T>()[i] + delta.flat<T>()[i]));
   }
-  EXPECT_TRUE(TensorsEqual<T>(Fetch(session.get(), sub), MakeTensor<T>({2, 3}, want)));
-  EXPECT_TRUE(TensorsEqual<T>(Fetch(session.get(), v), MakeTensor<T>({2, 3}, want)));
-  // Updates never write into a value handed out earlier, nor into the initial value.
+  EXPECT_TRUE(
+      TensorsEqual<T>(Fetch(session.get(), sub), MakeTensor<T>({2, 3}, want)));
+  EXPECT_TRUE(
+      TensorsEqual<T>(Fetch(session.get(), v), MakeTensor<T>({2, 3}, want)));
+  // Updates never write into a value handed out earlier, nor into the initial
+  // value.
   EXPECT_TRUE(TensorsEqual<T>(before, initial));
   EXPECT_TRUE(TensorsEqual<T>(initial, test::RandomTensor<T>({2, 3}, 21)));
 }
@@ -117,10 +133,12 @@ TEST(StateKernelsTest, AssignOfTheWrongShapeNamesVariableAndShapes) {
   for (const auto& [update, verb] : updates) {
     SCOPED_TRACE(update.name());
     EXPECT_TRUE(HasError(session->Run({{p, wrong}}, {update}).status(),
-                         absl::StatusCode::kInvalidArgument, {verb, "weights", "[3]", "[2,2]"}));
+                         absl::StatusCode::kInvalidArgument,
+                         {verb, "weights", "[3]", "[2,2]"}));
   }
   // The variable kept its value.
-  EXPECT_TRUE(TensorsEqual<float>(Fetch(session.get(), v), Tensor(DataType::kFloat, {2, 2})));
+  EXPECT_TRUE(TensorsEqual<float>(Fetch(session.get(), v),
+                                  Tensor(DataType::kFloat, {2, 2})));
 }
 
 TEST(StateKernelsTest, ReadOrUpdateBeforeInitializationNamesTheVariable) {
@@ -137,7 +155,8 @@ TEST(StateKernelsTest, ReadOrUpdateBeforeInitializationNamesTheVariable) {
                          absl::StatusCode::kFailedPrecondition, {"'bias'"}));
   }
   ASSERT_TRUE(session->RunTargets({v.initializer()}).ok());
-  EXPECT_TRUE(TensorsEqual<float>(Fetch(session.get(), doubled), Tensor::Vector<float>({2, 4})));
+  EXPECT_TRUE(TensorsEqual<float>(Fetch(session.get(), doubled),
+                                  Tensor::Vector<float>({2, 4})));
 }
 
 TEST(StateKernelsTest, IsVariableInitializedTurnsTrue) {
@@ -167,13 +186,15 @@ TEST(StateKernelsTest, VariableWithoutInitializerIsAssignedThenRead) {
   Output assign = ops::Assign(s, v, Tensor::Vector<std::string>({"a", "bc"}));
   auto session = OpenSession(s);
   ASSERT_NE(session, nullptr);
-  EXPECT_TRUE(TensorsEqual<bool>(Fetch(session.get(), ready), Tensor::Scalar(false)));
-  EXPECT_TRUE(HasError(session->Run({v}).status(), absl::StatusCode::kFailedPrecondition,
-                       {"'table'"}));
+  EXPECT_TRUE(
+      TensorsEqual<bool>(Fetch(session.get(), ready), Tensor::Scalar(false)));
+  EXPECT_TRUE(HasError(session->Run({v}).status(),
+                       absl::StatusCode::kFailedPrecondition, {"'table'"}));
   ASSERT_TRUE(session->Run({assign}).ok());
-  EXPECT_TRUE(TensorsEqual<bool>(Fetch(session.get(), ready), Tensor::Scalar(true)));
-  EXPECT_TRUE(TensorsEqual<std::string>(Fetch(session.get(), v),
-                                        Tensor::Vector<std::string>({"a", "bc"})));
+  EXPECT_TRUE(
+      TensorsEqual<bool>(Fetch(session.get(), ready), Tensor::Scalar(true)));
+  EXPECT_TRUE(TensorsEqual<std::string>(
+      Fetch(session.get(), v), Tensor::Vector<std::string>({"a", "bc"})));
 }
 
 TEST(StateKernelsTest, FirstAssignMustFitTheDeclaredShape) {
@@ -183,10 +204,14 @@ TEST(StateKernelsTest, FirstAssignMustFitTheDeclaredShape) {
   Output assign = ops::Assign(s, v, value);
   auto session = OpenSession(s);
   ASSERT_NE(session, nullptr);
-  EXPECT_TRUE(HasError(session->Run({{value, Tensor::Vector<float>({1, 2, 3})}}, {assign}).status(),
-                       absl::StatusCode::kInvalidArgument, {"'weights'", "[3]", "[2]"}));
-  ASSERT_TRUE(session->Run({{value, Tensor::Vector<float>({1, 2})}}, {assign}).ok());
-  EXPECT_TRUE(TensorsEqual<float>(Fetch(session.get(), v), Tensor::Vector<float>({1, 2})));
+  EXPECT_TRUE(HasError(
+      session->Run({{value, Tensor::Vector<float>({1, 2, 3})}}, {assign})
+          .status(),
+      absl::StatusCode::kInvalidArgument, {"'weights'", "[3]", "[2]"}));
+  ASSERT_TRUE(
+      session->Run({{value, Tensor::Vector<float>({1, 2})}}, {assign}).ok());
+  EXPECT_TRUE(TensorsEqual<float>(Fetch(session.get(), v),
+                                  Tensor::Vector<float>({1, 2})));
 }
 
 TEST(StateKernelsTest, EachSessionHasItsOwnVariables) {
@@ -199,9 +224,12 @@ TEST(StateKernelsTest, EachSessionHasItsOwnVariables) {
   ASSERT_NE(second, nullptr);
   ASSERT_TRUE(first->RunTargets({v.initializer()}).ok());
   ASSERT_TRUE(second->RunTargets({v.initializer()}).ok());
-  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(first.get(), add), Tensor::Scalar<int64_t>(5)));
-  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(first.get(), add), Tensor::Scalar<int64_t>(10)));
-  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(second.get(), v), Tensor::Scalar<int64_t>(0)));
+  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(first.get(), add),
+                                    Tensor::Scalar<int64_t>(5)));
+  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(first.get(), add),
+                                    Tensor::Scalar<int64_t>(10)));
+  EXPECT_TRUE(TensorsEqual<int64_t>(Fetch(second.get(), v),
+                                    Tensor::Scalar<int64_t>(0)));
 }
 
 }  // namespace

@@ -11,22 +11,28 @@
 
 namespace distflow {
 
-// Reads hand out the current tensor without copying. Updates never change a tensor a reader may
-// still hold: an update in place happens only when the variable is the buffer's sole owner;
-// otherwise it writes a fresh buffer (copy on write).
+// Reads hand out the current tensor without copying. Updates never change a
+// tensor a reader may still hold: an update in place happens only when the
+// variable is the buffer's sole owner; otherwise it writes a fresh buffer (copy
+// on write).
 class Var : public ResourceBase {
  public:
   explicit Var(DataType dtype) : dtype_(dtype) {}
 
   DataType dtype() const { return dtype_; }
   absl::Mutex* mu() const ABSL_LOCK_RETURNED(mu_) { return &mu_; }
-  bool is_initialized() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return initialized_; }
-  const Tensor& value() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return value_; }
+  bool is_initialized() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return initialized_;
+  }
+  const Tensor& value() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return value_;
+  }
   void set_value(Tensor value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     value_ = std::move(value);
     initialized_ = true;
   }
-  // The value, ready to be written in place: copied first if anyone else holds its buffer.
+  // The value, ready to be written in place: copied first if anyone else holds
+  // its buffer.
   Tensor* mutable_value() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::string DebugString() const override;

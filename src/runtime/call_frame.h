@@ -25,7 +25,8 @@ class RunCallFrame : public CallFrame {
     if (index < 0 || index >= static_cast<int>(retvals_.size())) {
       return absl::InternalError(absl::StrCat("no return value ", index));
     }
-    // Distinct indices are written by distinct nodes, possibly at once; each slot once.
+    // Distinct indices are written by distinct nodes, possibly at once; each
+    // slot once.
     retvals_[index] = value;
     return absl::OkStatus();
   }

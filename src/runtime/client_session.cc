@@ -9,7 +9,8 @@ absl::StatusOr<std::unique_ptr<ClientSession>> ClientSession::Create(
     const Scope& scope, const SessionOptions& options) {
   DF_RETURN_IF_ERROR(scope.status());
   DF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(options));
-  std::unique_ptr<ClientSession> client(new ClientSession(scope, std::move(session)));
+  std::unique_ptr<ClientSession> client(
+      new ClientSession(scope, std::move(session)));
   DF_RETURN_IF_ERROR(client->ExtendIfGrown());
   return client;
 }
@@ -26,7 +27,8 @@ absl::Status ClientSession::ExtendIfGrown() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> ClientSession::Run(const std::vector<Output>& fetches) {
+absl::StatusOr<std::vector<Tensor>> ClientSession::Run(
+    const std::vector<Output>& fetches) {
   return Run(FeedDict{}, fetches, {});
 }
 
@@ -34,22 +36,25 @@ absl::Status ClientSession::RunTargets(const std::vector<Operation>& targets) {
   return Run(FeedDict{}, {}, targets).status();
 }
 
-absl::StatusOr<std::vector<Tensor>> ClientSession::Run(const FeedDict& feeds,
-                                                       const std::vector<Output>& fetches,
-                                                       const std::vector<Operation>& targets) {
+absl::StatusOr<std::vector<Tensor>> ClientSession::Run(
+    const FeedDict& feeds, const std::vector<Output>& fetches,
+    const std::vector<Operation>& targets) {
   DF_RETURN_IF_ERROR(ExtendIfGrown());
   std::vector<std::pair<std::string, Tensor>> feed_names;
   std::vector<std::string> fetch_names, target_names;
   for (const auto& [output, value] : feeds) {
-    if (!output.valid()) return absl::InvalidArgumentError("a feed names an invalid Output");
+    if (!output.valid())
+      return absl::InvalidArgumentError("a feed names an invalid Output");
     feed_names.emplace_back(output.name(), value);
   }
   for (const Output& output : fetches) {
-    if (!output.valid()) return absl::InvalidArgumentError("a fetch is an invalid Output");
+    if (!output.valid())
+      return absl::InvalidArgumentError("a fetch is an invalid Output");
     fetch_names.push_back(output.name());
   }
   for (const Operation& op : targets) {
-    if (!op.valid()) return absl::InvalidArgumentError("a target is an invalid Operation");
+    if (!op.valid())
+      return absl::InvalidArgumentError("a target is an invalid Operation");
     target_names.push_back(op.name());
   }
   return session_->Run(feed_names, fetch_names, target_names);

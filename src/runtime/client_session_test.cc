@@ -74,12 +74,15 @@ TEST(ClientSessionTest, FetchesWithFeedsOfOutputs) {
   auto y = ops::Mul(root.WithOpName("y"), x, scale);
   auto session = NewClient(root);
   ASSERT_TRUE(session);
-  auto out = session->Run(
-      {{x, Tensor::Matrix<float>({{1, 2}, {3, 4}})}, {scale, Tensor::Scalar(10.0f)}}, {y});
+  auto out = session->Run({{x, Tensor::Matrix<float>({{1, 2}, {3, 4}})},
+                           {scale, Tensor::Scalar(10.0f)}},
+                          {y});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_TRUE((*out)[0].Equals(Tensor::Matrix<float>({{10, 20}, {30, 40}}))) << (*out)[0];
+  EXPECT_TRUE((*out)[0].Equals(Tensor::Matrix<float>({{10, 20}, {30, 40}})))
+      << (*out)[0];
 
-  // Feeding an intermediate value cuts off what is behind it: x and scale need no feed.
+  // Feeding an intermediate value cuts off what is behind it: x and scale need
+  // no feed.
   out = session->Run({{y, Tensor::Matrix<float>({{7, 8}})}}, {y});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE((*out)[0].Equals(Tensor::Matrix<float>({{7, 8}})));
@@ -97,7 +100,8 @@ TEST(ClientSessionTest, RunTargetsRunsThemAndFetchesNothing) {
   auto init = ops::GlobalVariablesInitializer(root);
   auto session = NewClient(root);
   ASSERT_TRUE(session);
-  EXPECT_EQ(session->Run({v}).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->Run({v}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(session->RunTargets({init}).ok());
   auto out = session->Run({v});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -108,7 +112,8 @@ TEST(ClientSessionTest, RunTargetsRunsThemAndFetchesNothing) {
   EXPECT_EQ((*out)[0].scalar<int32_t>(), 42);
 }
 
-TEST(ClientSessionTest, VariablesKeepValuesAcrossRunsAndAssignAddReturnsTheNewValue) {
+TEST(ClientSessionTest,
+     VariablesKeepValuesAcrossRunsAndAssignAddReturnsTheNewValue) {
   Scope root = Scope::NewRootScope();
   auto v = ops::Variable(root.WithOpName("v"), {1.0f, 2.0f});
   auto add = ops::AssignAdd(root.WithOpName("add"), v, {0.5f, 1.0f});
@@ -120,16 +125,20 @@ TEST(ClientSessionTest, VariablesKeepValuesAcrossRunsAndAssignAddReturnsTheNewVa
 
   auto out = session->Run({add});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1.5f, 3.0f}))) << (*out)[0];
+  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1.5f, 3.0f})))
+      << (*out)[0];
   out = session->Run({add});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({2.0f, 4.0f}))) << (*out)[0];
+  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({2.0f, 4.0f})))
+      << (*out)[0];
   out = session->Run({sub});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1.0f, 3.0f}))) << (*out)[0];
+  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1.0f, 3.0f})))
+      << (*out)[0];
   out = session->Run({v});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1.0f, 3.0f}))) << (*out)[0];
+  EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1.0f, 3.0f})))
+      << (*out)[0];
 }
 
 TEST(ClientSessionTest, FetchedVariableValueIsNotChangedByLaterUpdates) {
@@ -149,7 +158,8 @@ TEST(ClientSessionTest, FetchedVariableValueIsNotChangedByLaterUpdates) {
   auto added = session->Run({add});
   ASSERT_TRUE(added.ok()) << added.status();
   EXPECT_EQ((*added)[0].scalar<int64_t>(), 8);
-  EXPECT_EQ(before.scalar<int64_t>(), 7) << "AssignAdd wrote into a fetched tensor";
+  EXPECT_EQ(before.scalar<int64_t>(), 7)
+      << "AssignAdd wrote into a fetched tensor";
 
   // The value returned by AssignAdd is a snapshot too.
   const Tensor after_first_add = (*added)[0];
@@ -165,10 +175,12 @@ TEST(ClientSessionTest, InvalidOutputsAreRejected) {
   auto a = ops::Const(root, 1);
   auto session = NewClient(root);
   ASSERT_TRUE(session);
-  EXPECT_EQ(session->Run({Output()}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session->Run({Output()}).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(session->Run({{Output(), Tensor::Scalar(1)}}, {a}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(session->RunTargets({Operation()}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session->RunTargets({Operation()}).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

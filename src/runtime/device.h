@@ -1,4 +1,5 @@
-// A CPU device of this process: its name, its resources (variables) and its intra-op threads.
+// A CPU device of this process: its name, its resources (variables) and its
+// intra-op threads.
 #ifndef DISTFLOW_RUNTIME_DEVICE_H_
 #define DISTFLOW_RUNTIME_DEVICE_H_
 
@@ -12,7 +13,8 @@ namespace distflow {
 
 class CpuDevice : public DeviceBase {
  public:
-  // `name` is the full device name; `intra_op_pool` (not owned) must outlive the device.
+  // `name` is the full device name; `intra_op_pool` (not owned) must outlive
+  // the device.
   CpuDevice(std::string name, ThreadPool* intra_op_pool)
       : name_(std::move(name)), intra_op_pool_(intra_op_pool) {}
 

@@ -11,7 +11,8 @@
 
 namespace distflow {
 
-// The state of one step: pending input counts, input tensors in flight, the first error.
+// The state of one step: pending input counts, input tensors in flight, the
+// first error.
 class Executor::StepState {
  public:
   StepState(const Executor* executor, const RunArgs& args,
@@ -22,11 +23,13 @@ class Executor::StepState {
         pending_(executor->items_.size()),
         inputs_(executor->total_inputs_) {
     for (size_t i = 0; i < executor->items_.size(); ++i) {
-      pending_[i].store(executor->items_[i].initial_pending, std::memory_order_relaxed);
+      pending_[i].store(executor->items_[i].initial_pending,
+                        std::memory_order_relaxed);
     }
     if (args_.cancellation != nullptr) {
       cancelled_by_caller_ = !args_.cancellation->RegisterCallback(
-          [this] { Abort(absl::CancelledError("the step was cancelled")); }, &cancel_token_);
+          [this] { Abort(absl::CancelledError("the step was cancelled")); },
+          &cancel_token_);
     }
   }
 
@@ -47,10 +50,11 @@ class Executor::StepState {
   }
 
  private:
-  // Sends ready nodes to run: cheap ones on this thread; the first expensive one too unless one
-  // is already queued here; further expensive ones to the pool, so independent work runs in
-  // parallel.
-  void Dispatch(const std::vector<int>& ready, std::deque<int>* queue, int* queued_expensive) {
+  // Sends ready nodes to run: cheap ones on this thread; the first expensive
+  // one too unless one is already queued here; further expensive ones to the
+  // pool, so independent work runs in parallel.
+  void Dispatch(const std::vector<int>& ready, std::deque<int>* queue,
+                int* queued_expensive) {
     for (int id : ready) {
       const NodeItem& item = executor_->items_[id];
       if (!item.expensive) {
@@ -79,8 +83,9 @@ class Executor::StepState {
       }
       std::vector<int> ready;
       Compute(id, &ready);
-      // This node is done; the newly ready ones are outstanding. Count them before dispatching:
-      // a node sent to the pool may finish (and end the step) before Dispatch returns.
+      // This node is done; the newly ready ones are outstanding. Count them
+      // before dispatching: a node sent to the pool may finish (and end the
+      // step) before Dispatch returns.
       if (outstanding_.fetch_add(static_cast<int>(ready.size()) - 1) +
               static_cast<int>(ready.size()) - 1 ==
           0) {
@@ -95,9 +100,10 @@ class Executor::StepState {
   void Compute(int id, std::vector<int>* ready) {
     if (aborted_.load()) return;
     const NodeItem& item = executor_->items_[id];
-    std::vector<Tensor> inputs(std::make_move_iterator(inputs_.begin() + item.input_start),
-                               std::make_move_iterator(inputs_.begin() + item.input_start +
-                                                       item.node->num_inputs()));
+    std::vector<Tensor> inputs(
+        std::make_move_iterator(inputs_.begin() + item.input_start),
+        std::make_move_iterator(inputs_.begin() + item.input_start +
+                                item.node->num_inputs()));
     OpKernelContext ctx(Params(&inputs), item.kernel->num_outputs());
     item.kernel->Compute(&ctx);
     Propagate(item, &ctx, ready);
@@ -107,8 +113,10 @@ class Executor::StepState {
     const NodeItem& item = executor_->items_[id];
     auto inputs = std::make_shared<std::vector<Tensor>>(
         std::make_move_iterator(inputs_.begin() + item.input_start),
-        std::make_move_iterator(inputs_.begin() + item.input_start + item.node->num_inputs()));
-    auto ctx = std::make_shared<OpKernelContext>(Params(inputs.get()), item.kernel->num_outputs());
+        std::make_move_iterator(inputs_.begin() + item.input_start +
+                                item.node->num_inputs()));
+    auto ctx = std::make_shared<OpKernelContext>(Params(inputs.get()),
+                                                 item.kernel->num_outputs());
     item.kernel->AsAsync()->ComputeAsync(ctx.get(), [this, id, inputs, ctx] {
       std::vector<int> ready;
       Propagate(executor_->items_[id], ctx.get(), &ready);
@@ -137,17 +145,20 @@ class Executor::StepState {
   }
 
   // Checks the outputs of a finished node and hands them to its successors.
-  void Propagate(const NodeItem& item, OpKernelContext* ctx, std::vector<int>* ready) {
+  void Propagate(const NodeItem& item, OpKernelContext* ctx,
+                 std::vector<int>* ready) {
     absl::Status status = ctx->status();
     if (status.ok()) {
       for (int i = 0; i < item.kernel->num_outputs() && status.ok(); ++i) {
         const Tensor& out = ctx->outputs()[i];
         if (!out.IsInitialized()) {
-          status = absl::InternalError(absl::StrCat("the kernel did not set output ", i));
+          status = absl::InternalError(
+              absl::StrCat("the kernel did not set output ", i));
         } else if (out.dtype() != item.kernel->output_type(i)) {
-          status = absl::InternalError(absl::StrCat(
-              "the kernel produced ", DataTypeName(out.dtype()), " for output ", i,
-              " but the graph expects ", DataTypeName(item.kernel->output_type(i))));
+          status = absl::InternalError(
+              absl::StrCat("the kernel produced ", DataTypeName(out.dtype()),
+                           " for output ", i, " but the graph expects ",
+                           DataTypeName(item.kernel->output_type(i))));
         }
       }
     }
@@ -159,9 +170,11 @@ class Executor::StepState {
     for (const OutEdge& e : item.node->out_edges()) {
       const int dst = e.dst->id();
       if (!e.is_control()) {
-        inputs_[executor_->items_[dst].input_start + e.dst_input] = ctx->outputs()[e.src_output];
+        inputs_[executor_->items_[dst].input_start + e.dst_input] =
+            ctx->outputs()[e.src_output];
       }
-      if (pending_[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dst);
+      if (pending_[dst].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        ready->push_back(dst);
     }
   }
 
@@ -171,7 +184,8 @@ class Executor::StepState {
       if (status_.ok()) status_ = status;
     }
     aborted_.store(true);
-    // Wake kernels that wait (such as receives), so that the step ends promptly.
+    // Wake kernels that wait (such as receives), so that the step ends
+    // promptly.
     step_cancellation_.StartCancel();
   }
 
@@ -208,8 +222,8 @@ Executor::Executor(std::unique_ptr<const Graph> graph, const Options& options)
 
 Executor::~Executor() = default;
 
-absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<const Graph> graph,
-                                                           const Options& options) {
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
+    std::unique_ptr<const Graph> graph, const Options& options) {
   std::unique_ptr<Executor> executor(new Executor(std::move(graph), options));
   const Graph& g = *executor->graph_;
   executor->items_.resize(g.num_nodes());
@@ -217,8 +231,9 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<const
   for (const auto& node : g.nodes()) {
     NodeItem& item = executor->items_[node->id()];
     item.node = node.get();
-    DF_ASSIGN_OR_RETURN(item.kernel, options.kernels->CreateKernel(*node, options.device,
-                                                                   options.device_type));
+    DF_ASSIGN_OR_RETURN(item.kernel,
+                        options.kernels->CreateKernel(*node, options.device,
+                                                      options.device_type));
     item.expensive = item.kernel->IsExpensive();
     item.input_start = slot;
     slot += node->num_inputs();
@@ -230,18 +245,22 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<const
   return executor;
 }
 
-void Executor::RunAsync(const RunArgs& args, std::function<void(absl::Status)> done) {
-  // The state deletes itself when the step finishes.
-  (new StepState(this, args, std::move(done)))->Start();
+void Executor::RunAsync(const RunArgs& args,
+                        std::function<void(absl::Status)> done) {
+  // Returns at once: the step starts on the runner. The state deletes itself
+  // when it finishes.
+  auto* state = new StepState(this, args, std::move(done));
+  args.runner->Schedule([state] { state->Start(); });
 }
 
 absl::Status Executor::Run(const RunArgs& args) {
   absl::Notification finished;
   absl::Status result;
-  RunAsync(args, [&](absl::Status s) {
+  // The caller would only wait: let it run the first nodes itself.
+  (new StepState(this, args, [&](absl::Status s) {
     result = std::move(s);
     finished.Notify();
-  });
+  }))->Start();
   finished.WaitForNotification();
   return result;
 }

@@ -1,9 +1,11 @@
-// Runs a graph on one device: each step computes every node of the graph once, running a node as
-// soon as its inputs are ready, independent nodes in parallel on a thread pool.
+// Runs a graph on one device: each step computes every node of the graph once,
+// running a node as soon as its inputs are ready, independent nodes in parallel
+// on a thread pool.
 //
-// The graph given to an executor is exactly what must run (see graph/subgraph.h): pruning to the
-// fetches happens before. Kernels are created once, at Create. Run may be called from several
-// threads at once; each call is an independent step.
+// The graph given to an executor is exactly what must run (see
+// graph/subgraph.h): pruning to the fetches happens before. Kernels are created
+// once, at Create. Run may be called from several threads at once; each call is
+// an independent step.
 #ifndef DISTFLOW_RUNTIME_EXECUTOR_H_
 #define DISTFLOW_RUNTIME_EXECUTOR_H_
 
@@ -30,22 +32,26 @@ class Executor {
     const KernelRegistry* kernels = KernelRegistry::Global();
   };
   struct RunArgs {
-    CallFrame* call_frame = nullptr;  // for _Arg/_Retval; may be null if the graph has none
+    CallFrame* call_frame =
+        nullptr;  // for _Arg/_Retval; may be null if the graph has none
     int64_t step_id = 0;
     // Cancelled by the caller to abort the step; may be null.
     CancellationManager* cancellation = nullptr;
     ThreadPool* runner = nullptr;  // runs nodes; required
   };
 
-  // Creates a kernel for every node. Errors name the node (no kernel, bad attributes).
-  static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<const Graph> graph,
-                                                          const Options& options);
+  // Creates a kernel for every node. Errors name the node (no kernel, bad
+  // attributes).
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(
+      std::unique_ptr<const Graph> graph, const Options& options);
   ~Executor();
 
-  // Runs one step and returns its status: the first error any node reported (prefixed with the
-  // node), after which no further node starts. CANCELLED if `args.cancellation` fired.
+  // Runs one step and returns its status: the first error any node reported
+  // (prefixed with the node), after which no further node starts. CANCELLED if
+  // `args.cancellation` fired.
   absl::Status Run(const RunArgs& args);
-  // As Run, calling `done` (on some thread) when the step has finished.
+  // As Run, but returns at once (the step starts on `args.runner`) and calls
+  // `done`, on some thread, when the step has finished.
   void RunAsync(const RunArgs& args, std::function<void(absl::Status)> done);
 
   const Graph& graph() const { return *graph_; }
@@ -56,7 +62,8 @@ class Executor {
     const Node* node = nullptr;
     std::unique_ptr<OpKernel> kernel;
     bool expensive = true;
-    int input_start = 0;    // first slot of this node's inputs in a step's input array
+    int input_start =
+        0;  // first slot of this node's inputs in a step's input array
     int initial_pending = 0;  // data + control inputs
   };
 

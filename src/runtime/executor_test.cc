@@ -46,8 +46,9 @@ TestSync& Sync() {
   return *sync;
 }
 
-// Returns once 2 instances have arrived: a step with two of them succeeds only if they run at
-// the same time. DEADLINE_EXCEEDED (instead of hanging) after kTimeout.
+// Returns once 2 instances have arrived: a step with two of them succeeds only
+// if they run at the same time. DEADLINE_EXCEEDED (instead of hanging) after
+// kTimeout.
 class BarrierKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -62,7 +63,8 @@ class BarrierKernel : public OpKernel {
       auto released = [&s, generation] { return s.generation != generation; };
       if (!s.mu.AwaitWithTimeout(absl::Condition(&released), kTimeout)) {
         --s.arrived;
-        ctx->SetStatus(absl::DeadlineExceededError("the partner never arrived: ran sequentially"));
+        ctx->SetStatus(absl::DeadlineExceededError(
+            "the partner never arrived: ran sequentially"));
         return;
       }
     }
@@ -70,27 +72,32 @@ class BarrierKernel : public OpKernel {
   }
 };
 
-// Blocks until the step is cancelled (CANCELLED) or kTimeout passes (DEADLINE_EXCEEDED).
+// Blocks until the step is cancelled (CANCELLED) or kTimeout passes
+// (DEADLINE_EXCEEDED).
 class BlockerKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     absl::Notification cancelled;
     CancellationManager::Token token;
-    if (ctx->cancellation()->RegisterCallback([&] { cancelled.Notify(); }, &token)) {
+    if (ctx->cancellation()->RegisterCallback([&] { cancelled.Notify(); },
+                                              &token)) {
       {
         absl::MutexLock lock(&Sync().mu);
         ++Sync().blockers_started;
       }
       const bool notified = cancelled.WaitForNotificationWithTimeout(kTimeout);
       ctx->cancellation()->DeregisterCallback(token);
-      DF_OP_REQUIRES(ctx, notified, absl::DeadlineExceededError("the step was never cancelled"));
+      DF_OP_REQUIRES(
+          ctx, notified,
+          absl::DeadlineExceededError("the step was never cancelled"));
     }
     ctx->SetStatus(absl::CancelledError("unblocked by cancellation"));
   }
 };
 
-// Returns once a blocker kernel has started waiting (DEADLINE_EXCEEDED after kTimeout).
+// Returns once a blocker kernel has started waiting (DEADLINE_EXCEEDED after
+// kTimeout).
 class AwaitBlockerKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -98,7 +105,8 @@ class AwaitBlockerKernel : public OpKernel {
     TestSync& s = Sync();
     absl::MutexLock lock(&s.mu);
     auto started = [&s] { return s.blockers_started > 0; };
-    DF_OP_REQUIRES(ctx, s.mu.AwaitWithTimeout(absl::Condition(&started), kTimeout),
+    DF_OP_REQUIRES(ctx,
+                   s.mu.AwaitWithTimeout(absl::Condition(&started), kTimeout),
                    absl::DeadlineExceededError("no blocker started"));
     --s.blockers_started;
     ctx->set_output(0, Tensor::Scalar<int32_t>(1));
@@ -109,12 +117,16 @@ void RegisterTestOps() {
   static const bool registered = [] {
     for (const char* op : {kBarrierOp, kBlockerOp, kAwaitBlockerOp}) {
       OpDefBuilder b(op);
-      b.Output("out", DataType::kInt32).Stateful().SetShapeFn(shape_fns::Scalar);
-      if (!OpRegistry::Global()->Register(std::move(b).Build()).ok()) std::abort();
+      b.Output("out", DataType::kInt32)
+          .Stateful()
+          .SetShapeFn(shape_fns::Scalar);
+      if (!OpRegistry::Global()->Register(std::move(b).Build()).ok())
+        std::abort();
     }
     RegisterCpuKernel<BarrierKernel>(KernelRegistry::Global(), kBarrierOp);
     RegisterCpuKernel<BlockerKernel>(KernelRegistry::Global(), kBlockerOp);
-    RegisterCpuKernel<AwaitBlockerKernel>(KernelRegistry::Global(), kAwaitBlockerOp);
+    RegisterCpuKernel<AwaitBlockerKernel>(KernelRegistry::Global(),
+                                          kAwaitBlockerOp);
     return true;
   }();
   (void)registered;
@@ -124,7 +136,8 @@ Output TestOp(const Scope& scope, const char* op, const std::string& name) {
   return NodeBuilder(scope.WithOpName(name), op, name).Finalize().output(0);
 }
 
-std::unique_ptr<ClientSession> NewClient(const Scope& scope, int inter_op_threads = 2) {
+std::unique_ptr<ClientSession> NewClient(const Scope& scope,
+                                         int inter_op_threads = 2) {
   SessionOptions options;
   options.inter_op_threads = inter_op_threads;
   auto session = ClientSession::Create(scope, options);
@@ -147,8 +160,8 @@ TEST_F(ExecutorTest, RunsOnlyWhatFetchesAndTargetsNeed) {
   auto counter = ops::Variable(root_.WithOpName("counter"), int64_t{0});
   auto bump = ops::AssignAdd(root_.WithOpName("bump"), counter, 1);
   auto wanted = ops::Add(root_.WithOpName("wanted"), 2, 3);
-  auto after_bump =
-      ops::Identity(root_.WithControlDependencies({bump.op()}).WithOpName("after"), wanted);
+  auto after_bump = ops::Identity(
+      root_.WithControlDependencies({bump.op()}).WithOpName("after"), wanted);
   auto init = ops::GlobalVariablesInitializer(root_);
   auto session = NewClient(root_);
   ASSERT_TRUE(session);
@@ -171,9 +184,11 @@ TEST_F(ExecutorTest, RunsOnlyWhatFetchesAndTargetsNeed) {
 
 TEST_F(ExecutorTest, IndependentExpensiveOpsRunInParallel) {
   // Two roots, and two nodes made ready by one predecessor.
-  auto sum = ops::Add(root_.WithOpName("sum"), TestOp(root_, kBarrierOp, "barrier_a"),
-                      TestOp(root_, kBarrierOp, "barrier_b"));
-  Scope after_start = root_.WithControlDependencies({ops::NoOp(root_.WithOpName("start"))});
+  auto sum =
+      ops::Add(root_.WithOpName("sum"), TestOp(root_, kBarrierOp, "barrier_a"),
+               TestOp(root_, kBarrierOp, "barrier_b"));
+  Scope after_start =
+      root_.WithControlDependencies({ops::NoOp(root_.WithOpName("start"))});
   auto c = TestOp(after_start, kBarrierOp, "barrier_c");
   auto d = TestOp(after_start, kBarrierOp, "barrier_d");
   auto session = NewClient(root_, /*inter_op_threads=*/2);
@@ -185,9 +200,9 @@ TEST_F(ExecutorTest, IndependentExpensiveOpsRunInParallel) {
   ASSERT_TRUE(out.ok()) << out.status();
 }
 
-// One cheap root makes many expensive nodes ready at once: one runs inline, the others go to the
-// pool and may finish before the inline one starts. Each step must still wait for every node and
-// return every fetch.
+// One cheap root makes many expensive nodes ready at once: one runs inline, the
+// others go to the pool and may finish before the inline one starts. Each step
+// must still wait for every node and return every fetch.
 TEST_F(ExecutorTest, WideFanOutReturnsEveryFetchEveryStep) {
   auto x = ops::Const(root_.WithOpName("x"), 3);
   std::vector<Output> fetches;
@@ -198,24 +213,29 @@ TEST_F(ExecutorTest, WideFanOutReturnsEveryFetchEveryStep) {
     auto out = session->Run(fetches);
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ(out->size(), fetches.size());
-    for (const Tensor& t : *out) ASSERT_EQ(t.scalar<int32_t>(), 6) << "step " << step;
+    for (const Tensor& t : *out)
+      ASSERT_EQ(t.scalar<int32_t>(), 6) << "step " << step;
   }
 }
 
 TEST_F(ExecutorTest, UnfedPlaceholderErrorNamesItAndCancelsTheStep) {
-  // The placeholder fails only once the blocker is running: the error must cancel the blocker.
+  // The placeholder fails only once the blocker is running: the error must
+  // cancel the blocker.
   auto blocker = TestOp(root_, kBlockerOp, "blocker");
   auto await = TestOp(root_, kAwaitBlockerOp, "await_blocker");
-  auto x = ops::Placeholder(root_.WithControlDependencies({await.op()}).WithOpName("lonely_input"),
-                            DataType::kFloat, {2});
+  auto x = ops::Placeholder(
+      root_.WithControlDependencies({await.op()}).WithOpName("lonely_input"),
+      DataType::kFloat, {2});
   auto y = ops::Mul(root_.WithOpName("y"), x, 2.0f);
   auto session = NewClient(root_);
   ASSERT_TRUE(session);
   const absl::Time begin = absl::Now();
   auto out = session->Run({y, blocker});
-  EXPECT_LT(absl::Now() - begin, absl::Seconds(5)) << "the error did not cancel the step";
+  EXPECT_LT(absl::Now() - begin, absl::Seconds(5))
+      << "the error did not cancel the step";
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+      << out.status();
   EXPECT_THAT(out.status().message(), HasSubstr("lonely_input"));
 
   // The session is still usable.
@@ -231,7 +251,8 @@ TEST_F(ExecutorTest, UninitializedVariableReadIsFailedPreconditionNamingIt) {
   ASSERT_TRUE(session);
   auto out = session->Run({weights});
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition) << out.status();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition)
+      << out.status();
   EXPECT_THAT(out.status().message(), HasSubstr("weights"));
 
   ASSERT_TRUE(session->RunTargets({init}).ok());
@@ -240,7 +261,8 @@ TEST_F(ExecutorTest, UninitializedVariableReadIsFailedPreconditionNamingIt) {
   EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({1, 2})));
 }
 
-// Executor used directly over a call graph, with its own device and thread pool.
+// Executor used directly over a call graph, with its own device and thread
+// pool.
 class DirectExecutorTest : public ExecutorTest {
  protected:
   std::unique_ptr<Executor> Make(const CallSignature& signature) {
@@ -260,7 +282,8 @@ class DirectExecutorTest : public ExecutorTest {
 
   ThreadPool pool_{"test_inter_op", 2};
   ThreadPool intra_pool_{"test_intra_op", 1};
-  CpuDevice device_{"/job:localhost/replica:0/task:0/device:CPU:0", &intra_pool_};
+  CpuDevice device_{"/job:localhost/replica:0/task:0/device:CPU:0",
+                    &intra_pool_};
   int64_t step_ = 0;
 };
 
@@ -293,7 +316,8 @@ TEST_F(DirectExecutorTest, CancelledBeforeRunIsCancelled) {
   RunCallFrame frame({}, 1);
   absl::Status s = executor->Run(Args(&frame, &cm));
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
-  EXPECT_FALSE(frame.TakeRetvals()[0].IsInitialized()) << "a node ran in a cancelled step";
+  EXPECT_FALSE(frame.TakeRetvals()[0].IsInitialized())
+      << "a node ran in a cancelled step";
 }
 
 TEST_F(DirectExecutorTest, CancelledDuringRunIsCancelled) {

@@ -12,7 +12,9 @@
 namespace distflow {
 namespace {
 
-int ThreadsOr(int requested) { return requested > 0 ? requested : ThreadPool::HardwareThreads(); }
+int ThreadsOr(int requested) {
+  return requested > 0 ? requested : ThreadPool::HardwareThreads();
+}
 
 }  // namespace
 
@@ -25,22 +27,21 @@ LocalSession::~LocalSession() { (void)Close(); }
 
 absl::Status LocalSession::Extend(const proto::GraphDef& graph) {
   absl::MutexLock lock(&mu_);
-  if (closed_) return absl::FailedPreconditionError("Extend on a closed session");
-  // Validate the device names and the nodes in a scratch graph first, so that a bad GraphDef
-  // leaves the session's graph as it was.
+  if (closed_)
+    return absl::FailedPreconditionError("Extend on a closed session");
   for (const proto::NodeDef& node : graph.node()) {
     auto device = DeviceName::Parse(node.device());
     if (!device.ok()) {
-      return AddErrorContext(device.status(), absl::StrCat(node.op(), " '", node.name(), "'"));
+      return AddErrorContext(device.status(),
+                             absl::StrCat(node.op(), " '", node.name(), "'"));
     }
   }
-  proto::GraphDef current;
-  graph_.ToGraphDef(&current);
-  Graph scratch(graph_.registry());
-  DF_RETURN_IF_ERROR(ImportGraphDef(current, &scratch));
-  DF_RETURN_IF_ERROR(ImportGraphDef(graph, &scratch));
   const int first_new = graph_.num_nodes();
-  DF_RETURN_IF_ERROR(ImportGraphDef(graph, &graph_));
+  if (absl::Status s = ImportGraphDef(graph, &graph_); !s.ok()) {
+    // A bad GraphDef leaves the session's graph as it was.
+    graph_.TruncateTo(first_new);
+    return s;
+  }
   for (int i = first_new; i < graph_.num_nodes(); ++i) {
     graph_.nodes()[i]->set_assigned_device(kDeviceName);
   }
@@ -56,20 +57,23 @@ absl::Status LocalSession::Close() {
   return absl::OkStatus();
 }
 
-absl::Status LocalSession::CheckFeeds(const std::vector<std::pair<std::string, Tensor>>& feeds) {
+absl::Status LocalSession::CheckFeeds(
+    const std::vector<std::pair<std::string, Tensor>>& feeds) {
   for (const auto& [name, value] : feeds) {
     auto endpoint = FindEndpoint(graph_, name);
     if (!endpoint.ok()) return AddErrorContext(endpoint.status(), "feed");
     const DataType want = endpoint->node->output_type(endpoint->index);
-    const PartialTensorShape& shape = endpoint->node->output_shape(endpoint->index);
+    const PartialTensorShape& shape =
+        endpoint->node->output_shape(endpoint->index);
     if (!value.IsInitialized()) {
       return absl::InvalidArgumentError(
           absl::StrCat("feed '", name, "' has an uninitialized tensor"));
     }
     if (value.dtype() != want || !shape.IsCompatibleWith(value.shape())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed '", name, "' is ", value.TypeString(), " but ", endpoint->node->DebugName(),
-          " produces ", DataTypeName(want), shape.DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed '", name, "' is ", value.TypeString(), " but ",
+                       endpoint->node->DebugName(), " produces ",
+                       DataTypeName(want), shape.DebugString()));
     }
   }
   return absl::OkStatus();
@@ -77,20 +81,22 @@ absl::Status LocalSession::CheckFeeds(const std::vector<std::pair<std::string, T
 
 absl::StatusOr<std::shared_ptr<Executor>> LocalSession::GetExecutor(
     const std::vector<std::pair<std::string, Tensor>>& feeds,
-    const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
   CallSignature signature;
   for (const auto& feed : feeds) signature.feeds.push_back(feed.first);
   signature.fetches = fetches;
   signature.targets = targets;
-  const std::string key =
-      absl::StrCat(absl::StrJoin(signature.feeds, ","), "|", absl::StrJoin(fetches, ","), "|",
-                   absl::StrJoin(targets, ","));
+  const std::string key = absl::StrCat(absl::StrJoin(signature.feeds, ","), "|",
+                                       absl::StrJoin(fetches, ","), "|",
+                                       absl::StrJoin(targets, ","));
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("Run on a closed session");
   DF_RETURN_IF_ERROR(CheckFeeds(feeds));
   auto it = executors_.find(key);
   if (it != executors_.end()) return it->second;
-  DF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> call_graph, BuildCallGraph(graph_, signature));
+  DF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> call_graph,
+                      BuildCallGraph(graph_, signature));
   Executor::Options options;
   options.device = &device_;
   DF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
@@ -102,8 +108,10 @@ absl::StatusOr<std::shared_ptr<Executor>> LocalSession::GetExecutor(
 
 absl::StatusOr<std::vector<Tensor>> LocalSession::Run(
     const std::vector<std::pair<std::string, Tensor>>& feeds,
-    const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
-  DF_ASSIGN_OR_RETURN(std::shared_ptr<Executor> executor, GetExecutor(feeds, fetches, targets));
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  DF_ASSIGN_OR_RETURN(std::shared_ptr<Executor> executor,
+                      GetExecutor(feeds, fetches, targets));
   std::vector<Tensor> args;
   args.reserve(feeds.size());
   for (const auto& feed : feeds) args.push_back(feed.second);
@@ -116,7 +124,8 @@ absl::StatusOr<std::vector<Tensor>> LocalSession::Run(
   std::vector<Tensor> outputs = frame.TakeRetvals();
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].IsInitialized()) {
-      return absl::InternalError(absl::StrCat("fetch '", fetches[i], "' produced no value"));
+      return absl::InternalError(
+          absl::StrCat("fetch '", fetches[i], "' produced no value"));
     }
   }
   return outputs;

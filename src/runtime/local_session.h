@@ -20,28 +20,35 @@
 
 namespace distflow {
 
-// Every node runs on this process's CPU device, whatever device it requested: a local session
-// ignores job and task names (a malformed device name is still an error).
+// Every node runs on this process's CPU device, whatever device it requested: a
+// local session ignores job and task names (a malformed device name is still an
+// error).
 class LocalSession : public Session {
  public:
   explicit LocalSession(const SessionOptions& options);
   ~LocalSession() override;
 
   absl::Status Extend(const proto::GraphDef& graph) override;
-  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                                          const std::vector<std::string>& fetches,
-                                          const std::vector<std::string>& targets) override;
+  absl::StatusOr<std::vector<Tensor>> Run(
+      const std::vector<std::pair<std::string, Tensor>>& feeds,
+      const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets) override;
   absl::Status Close() override;
 
-  static constexpr char kDeviceName[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+  static constexpr char kDeviceName[] =
+      "/job:localhost/replica:0/task:0/device:CPU:0";
 
  private:
-  // The executor for one combination of feeds, fetches and targets, built on first use.
+  // The executor for one combination of feeds, fetches and targets, built on
+  // first use.
   absl::StatusOr<std::shared_ptr<Executor>> GetExecutor(
       const std::vector<std::pair<std::string, Tensor>>& feeds,
-      const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
-  // INVALID_ARGUMENT naming the feed if a value's dtype or shape does not fit its endpoint.
-  absl::Status CheckFeeds(const std::vector<std::pair<std::string, Tensor>>& feeds);
+      const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets);
+  // INVALID_ARGUMENT naming the feed if a value's dtype or shape does not fit
+  // its endpoint.
+  absl::Status CheckFeeds(
+      const std::vector<std::pair<std::string, Tensor>>& feeds);
 
   ThreadPool inter_op_pool_;
   ThreadPool intra_op_pool_;
@@ -51,13 +58,17 @@ class LocalSession : public Session {
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   Graph graph_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::shared_ptr<Executor>> executors_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<Executor>> executors_
+      ABSL_GUARDED_BY(mu_);
 };
 
 class LocalSessionFactory : public SessionFactory {
  public:
-  bool AcceptsTarget(const std::string& target) const override { return target.empty(); }
-  absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) override {
+  bool AcceptsTarget(const std::string& target) const override {
+    return target.empty();
+  }
+  absl::StatusOr<std::unique_ptr<Session>> NewSession(
+      const SessionOptions& options) override {
     return std::unique_ptr<Session>(new LocalSession(options));
   }
 };

@@ -36,7 +36,8 @@ std::unique_ptr<Session> NewLocalSession(int inter_op_threads = 0) {
   return session.ok() ? std::move(*session) : nullptr;
 }
 
-// x: float32[-1,4] placeholder; y = x * 2; a counter variable bumped by the target "bump_all".
+// x: float32[-1,4] placeholder; y = x * 2; a counter variable bumped by the
+// target "bump_all".
 class LocalSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -63,10 +64,12 @@ class LocalSessionTest : public ::testing::Test {
   // Runs and expects INVALID_ARGUMENT mentioning every one of `culprits`.
   void ExpectInvalid(const std::vector<std::pair<std::string, Tensor>>& feeds,
                      const std::vector<std::string>& fetches,
-                     const std::vector<std::string>& targets, const std::string& culprit) {
+                     const std::vector<std::string>& targets,
+                     const std::string& culprit) {
     auto out = session_->Run(feeds, fetches, targets);
     ASSERT_FALSE(out.ok()) << "expected an error naming " << culprit;
-    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+        << out.status();
     EXPECT_THAT(out.status().message(), HasSubstr(culprit));
   }
 
@@ -81,7 +84,8 @@ TEST_F(LocalSessionTest, FeedsFetchesAndTargets) {
   auto out = session_->Run({{"x:0", Input()}}, {"y:0", "x"}, {"bump_all"});
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->size(), 2u);
-  EXPECT_TRUE((*out)[0].Equals(Tensor::Matrix<float>({{2, 4, 6, 8}, {10, 12, 14, 16}})))
+  EXPECT_TRUE(
+      (*out)[0].Equals(Tensor::Matrix<float>({{2, 4, 6, 8}, {10, 12, 14, 16}})))
       << (*out)[0];
   EXPECT_TRUE((*out)[1].Equals(Input()));
   EXPECT_EQ(Counter(), 1);
@@ -95,14 +99,18 @@ TEST_F(LocalSessionTest, UnknownFeedNameIsInvalidArgument) {
 }
 
 TEST_F(LocalSessionTest, FeedOfWrongDtypeIsInvalidArgument) {
-  ExpectInvalid({{"x:0", Tensor::Matrix<int32_t>({{1, 2, 3, 4}})}}, {"y:0"}, {}, "'x:0'");
+  ExpectInvalid({{"x:0", Tensor::Matrix<int32_t>({{1, 2, 3, 4}})}}, {"y:0"}, {},
+                "'x:0'");
 }
 
 TEST_F(LocalSessionTest, FeedOfWrongShapeIsInvalidArgument) {
-  ExpectInvalid({{"x:0", Tensor::Matrix<float>({{1, 2, 3}})}}, {"y:0"}, {}, "'x:0'");
-  ExpectInvalid({{"x:0", Tensor::Vector<float>({1, 2, 3, 4})}}, {"y:0"}, {}, "'x:0'");
+  ExpectInvalid({{"x:0", Tensor::Matrix<float>({{1, 2, 3}})}}, {"y:0"}, {},
+                "'x:0'");
+  ExpectInvalid({{"x:0", Tensor::Vector<float>({1, 2, 3, 4})}}, {"y:0"}, {},
+                "'x:0'");
   // Any number of rows of 4 fits [-1,4].
-  auto out = session_->Run({{"x:0", Tensor(DataType::kFloat, TensorShape({3, 4}))}}, {"y:0"}, {});
+  auto out = session_->Run(
+      {{"x:0", Tensor(DataType::kFloat, TensorShape({3, 4}))}}, {"y:0"}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), TensorShape({3, 4}));
 }
@@ -120,7 +128,8 @@ TEST_F(LocalSessionTest, UnknownTargetIsInvalidArgument) {
 TEST_F(LocalSessionTest, CycleInExtendIsRejectedAndTheGraphKept) {
   proto::GraphDef cyclic;
   for (const auto& [name, input] :
-       {std::pair<std::string, std::string>{"loop_a", "loop_b"}, {"loop_b", "loop_a"}}) {
+       {std::pair<std::string, std::string>{"loop_a", "loop_b"},
+        {"loop_b", "loop_a"}}) {
     proto::NodeDef* node = cyclic.add_node();
     node->set_name(name);
     node->set_op("Identity");
@@ -129,7 +138,8 @@ TEST_F(LocalSessionTest, CycleInExtendIsRejectedAndTheGraphKept) {
   }
   absl::Status s = session_->Extend(cyclic);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("cycle"), HasSubstr("loop_a"), HasSubstr("loop_b")));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("cycle"), HasSubstr("loop_a"),
+                                 HasSubstr("loop_b")));
 
   auto out = session_->Run({{"x:0", Input()}}, {"y:0"}, {});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -146,7 +156,8 @@ TEST_F(LocalSessionTest, MalformedDeviceInExtendIsAnError) {
   EXPECT_THAT(status.message(), HasSubstr("placed"));
   ExpectInvalid({}, {"placed:0"}, {}, "placed");
 
-  // A well-formed device for another job is fine for a local session (it runs everything here).
+  // A well-formed device for another job is fine for a local session (it runs
+  // everything here).
   def.mutable_node(0)->set_device("/job:ps/task:3");
   ASSERT_TRUE(session_->Extend(def).ok());
   auto out = session_->Run({}, {"placed:0"}, {});
@@ -157,7 +168,8 @@ TEST_F(LocalSessionTest, MalformedDeviceInExtendIsAnError) {
 TEST_F(LocalSessionTest, RunAfterCloseIsFailedPrecondition) {
   ASSERT_TRUE(session_->Close().ok());
   auto out = session_->Run({{"x:0", Input()}}, {"y:0"}, {});
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition) << out.status();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition)
+      << out.status();
   EXPECT_TRUE(session_->Close().ok());  // idempotent
   EXPECT_EQ(session_->Run({}, {}, {"init"}).status().code(),
             absl::StatusCode::kFailedPrecondition);
@@ -168,7 +180,8 @@ TEST(NewSessionTest, GrpcTargetWithoutDistributedRuntimeIsInvalidArgument) {
   options.target = "grpc://localhost:1";
   auto session = NewSession(options);
   ASSERT_FALSE(session.ok());
-  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument) << session.status();
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument)
+      << session.status();
   EXPECT_THAT(session.status().message(), HasSubstr("grpc://localhost:1"));
 }
 
@@ -189,7 +202,8 @@ TEST(LocalSessionConcurrencyTest, ConcurrentRunsUpdateVariablesAtomically) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kStepsPerThread; ++i) {
-        // Half the threads fetch the updated value, half run the op as a target.
+        // Half the threads fetch the updated value, half run the op as a
+        // target.
         auto out = t % 2 == 0 ? session->Run({}, {"add_one:0"}, {})
                               : session->Run({}, {}, {"add_one"});
         if (!out.ok() && errors[t].ok()) errors[t] = out.status();
@@ -205,8 +219,10 @@ TEST(LocalSessionConcurrencyTest, ConcurrentRunsUpdateVariablesAtomically) {
 
 TEST(LocalSessionSeedTest, MatMulOfVariables) {
   Scope s = Scope::NewRootScope();
-  auto x = ops::Variable(s.WithOpName("x"), Tensor::Matrix<int32_t>({{1, 2, 3, 4}}));
-  auto w = ops::Variable(s.WithOpName("w"), Tensor::Matrix<int32_t>({{2}, {2}, {2}, {2}}));
+  auto x =
+      ops::Variable(s.WithOpName("x"), Tensor::Matrix<int32_t>({{1, 2, 3, 4}}));
+  auto w = ops::Variable(s.WithOpName("w"),
+                         Tensor::Matrix<int32_t>({{2}, {2}, {2}, {2}}));
   ops::MatMul(s.WithOpName("product"), x, w);
   ops::GlobalVariablesInitializer(s.WithOpName("init"));
   auto session = NewLocalSession();

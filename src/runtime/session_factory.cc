@@ -13,7 +13,8 @@ namespace {
 
 struct Registry {
   absl::Mutex mu;
-  std::map<std::string, std::shared_ptr<SessionFactory>> factories ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::shared_ptr<SessionFactory>> factories
+      ABSL_GUARDED_BY(mu);
 };
 
 Registry& GetRegistry() {
@@ -27,13 +28,15 @@ Registry& GetRegistry() {
 
 }  // namespace
 
-void RegisterSessionFactory(const std::string& name, std::unique_ptr<SessionFactory> factory) {
+void RegisterSessionFactory(const std::string& name,
+                            std::unique_ptr<SessionFactory> factory) {
   Registry& r = GetRegistry();
   absl::MutexLock lock(&r.mu);
   r.factories[name] = std::move(factory);
 }
 
-absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
+absl::StatusOr<std::unique_ptr<Session>> NewSession(
+    const SessionOptions& options) {
   Registry& r = GetRegistry();
   std::shared_ptr<SessionFactory> chosen;
   std::vector<std::string> names;
@@ -48,10 +51,11 @@ absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& option
     }
   }
   if (chosen == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no runtime accepts session target '", options.target, "' (registered: ",
-        absl::StrJoin(names, ", "),
-        "); use \"\" for a local session, or link the distributed runtime for grpc://host:port"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no runtime accepts session target '", options.target,
+                     "' (registered: ", absl::StrJoin(names, ", "),
+                     "); use \"\" for a local session, or link the distributed "
+                     "runtime for grpc://host:port"));
   }
   return chosen->NewSession(options);
 }

@@ -15,12 +15,14 @@ class SessionFactory {
   virtual ~SessionFactory() = default;
   // True if this factory serves `target` (such as "" or "grpc://host:port").
   virtual bool AcceptsTarget(const std::string& target) const = 0;
-  virtual absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) = 0;
+  virtual absl::StatusOr<std::unique_ptr<Session>> NewSession(
+      const SessionOptions& options) = 0;
 };
 
-// Adds a factory under `name` ("local", "grpc"). A second factory of the same name replaces the
-// first. Thread-safe. The local runtime is always registered.
-void RegisterSessionFactory(const std::string& name, std::unique_ptr<SessionFactory> factory);
+// Adds a factory under `name` ("local", "grpc"). A second factory of the same
+// name replaces the first. Thread-safe. The local runtime is always registered.
+void RegisterSessionFactory(const std::string& name,
+                            std::unique_ptr<SessionFactory> factory);
 
 }  // namespace distflow
 

@@ -25,7 +25,8 @@ absl::Status ReshapeShape(InferenceContext* c) {
     if (dims[i] == -1) {
       if (c->input_value(1) != nullptr && inferred >= 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "shape ", target.DebugString(), " has more than one -1; at most one size is inferred"));
+            "shape ", target.DebugString(),
+            " has more than one -1; at most one size is inferred"));
       }
       inferred = i;
     } else {
@@ -37,17 +38,18 @@ absl::Status ReshapeShape(InferenceContext* c) {
     if (inferred >= 0) {
       if (known_product == 0 || n % known_product != 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("cannot reshape ", in.DebugString(), " (", n, " elements) to ",
-                         target.DebugString()));
+            absl::StrCat("cannot reshape ", in.DebugString(), " (", n,
+                         " elements) to ", target.DebugString()));
       }
       dims[inferred] = n / known_product;
     } else if (known_product != n) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in.DebugString(), " (",
-                                                     n, " elements) to ", target.DebugString(),
-                                                     " (", known_product, " elements)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot reshape ", in.DebugString(), " (", n, " elements) to ",
+          target.DebugString(), " (", known_product, " elements)"));
     }
   }
-  DF_ASSIGN_OR_RETURN(PartialTensorShape out, PartialTensorShape::FromDims(dims));
+  DF_ASSIGN_OR_RETURN(PartialTensorShape out,
+                      PartialTensorShape::FromDims(dims));
   c->set_output(0, out);
   return absl::OkStatus();
 }
@@ -55,7 +57,9 @@ absl::Status ReshapeShape(InferenceContext* c) {
 }  // namespace
 
 void RegisterArrayOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) { DF_CHECK(r->Register(std::move(b).Build()).ok()); };
+  auto add = [r](OpDefBuilder b) {
+    DF_CHECK(r->Register(std::move(b).Build()).ok());
+  };
   add(OpDefBuilder("Const")
           .Output("output", "dtype")
           .Attr("value", AttrType::kTensor)
@@ -67,9 +71,9 @@ void RegisterArrayOps(OpRegistry* r) {
             DataType dtype;
             DF_RETURN_IF_ERROR(c->GetAttr("dtype", &dtype));
             if (value.dtype() != dtype) {
-              return absl::InvalidArgumentError(absl::StrCat("value is ", value.TypeString(),
-                                                             " but dtype is ",
-                                                             DataTypeName(dtype)));
+              return absl::InvalidArgumentError(
+                  absl::StrCat("value is ", value.TypeString(),
+                               " but dtype is ", DataTypeName(dtype)));
             }
             c->set_output(0, value.shape());
             return absl::OkStatus();
@@ -99,7 +103,8 @@ void RegisterArrayOps(OpRegistry* r) {
             DataType out_type;
             DF_RETURN_IF_ERROR(c->GetAttr("out_type", &out_type));
             if (out_type != DataType::kInt32 && out_type != DataType::kInt64) {
-              return absl::InvalidArgumentError("out_type must be int32 or int64");
+              return absl::InvalidArgumentError(
+                  "out_type must be int32 or int64");
             }
             c->set_output(0, PartialTensorShape({c->input(0).dims()}));
             return absl::OkStatus();
@@ -119,8 +124,9 @@ void RegisterArrayOps(OpRegistry* r) {
           .TypeAttr("index_type", {DataType::kInt32, DataType::kInt64})
           .SetShapeFn([](InferenceContext* c) -> absl::Status {
             if (c->input(1).dims() > 0) {
-              return absl::InvalidArgumentError(absl::StrCat(
-                  "value must be a scalar, got shape ", c->input(1).DebugString()));
+              return absl::InvalidArgumentError(
+                  absl::StrCat("value must be a scalar, got shape ",
+                               c->input(1).DebugString()));
             }
             DF_ASSIGN_OR_RETURN(PartialTensorShape shape, c->InputAsShape(0));
             c->set_output(0, shape);
@@ -132,14 +138,16 @@ namespace ops {
 
 Output Const(const Scope& scope, const Input& value) {
   if (value.is_output()) {
-    scope.UpdateStatus(absl::InvalidArgumentError(
-        "Const needs a value (a Tensor or a literal), not the output of another op"));
+    scope.UpdateStatus(
+        absl::InvalidArgumentError("Const needs a value (a Tensor or a "
+                                   "literal), not the output of another op"));
     return Output();
   }
   return ConstNode(scope, value.tensor());
 }
 
-Output Placeholder(const Scope& scope, DataType dtype, const PartialTensorShape& shape) {
+Output Placeholder(const Scope& scope, DataType dtype,
+                   const PartialTensorShape& shape) {
   return NodeBuilder(scope, "Placeholder", "Placeholder")
       .Attr("dtype", dtype)
       .Attr("shape", shape)
@@ -179,8 +187,8 @@ Output Fill(const Scope& scope, const Input& dims, const Input& value) {
 }
 
 namespace {
-Output FillWith(const Scope& scope, const TensorShape& shape, DataType dtype, double value,
-                const char* name) {
+Output FillWith(const Scope& scope, const TensorShape& shape, DataType dtype,
+                double value, const char* name) {
   Tensor scalar(dtype, TensorShape());
   absl::Status s = VisitNumericType(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -197,7 +205,11 @@ Output FillWith(const Scope& scope, const TensorShape& shape, DataType dtype, do
   }
   Output dims = AsOutput(scope, Tensor::Vector<int64_t>(shape.dim_sizes()));
   Output fill_value = AsOutput(scope, scalar);
-  return NodeBuilder(scope, "Fill", name).Input(dims).Input(fill_value).Finalize().output(0);
+  return NodeBuilder(scope, "Fill", name)
+      .Input(dims)
+      .Input(fill_value)
+      .Finalize()
+      .output(0);
 }
 }  // namespace
 

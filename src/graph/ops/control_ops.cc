@@ -1,5 +1,5 @@
-// NoOp, grouping, and the argument and return-value ops that connect a running graph to the
-// caller's feeds and fetches.
+// NoOp, grouping, and the argument and return-value ops that connect a running
+// graph to the caller's feeds and fetches.
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "distflow/ops.h"
@@ -10,10 +10,15 @@
 namespace distflow {
 
 void RegisterControlOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) { DF_CHECK(r->Register(std::move(b).Build()).ok()); };
-  add(OpDefBuilder("NoOp").Summary("Does nothing.").SetShapeFn(shape_fns::NoOutputs));
-  // _Arg and _Retval are inserted by the runtime when it prepares a graph for a call: a fed
-  // tensor enters as an _Arg, a fetched one leaves through a _Retval. Users never create them.
+  auto add = [r](OpDefBuilder b) {
+    DF_CHECK(r->Register(std::move(b).Build()).ok());
+  };
+  add(OpDefBuilder("NoOp")
+          .Summary("Does nothing.")
+          .SetShapeFn(shape_fns::NoOutputs));
+  // _Arg and _Retval are inserted by the runtime when it prepares a graph for a
+  // call: a fed tensor enters as an _Arg, a fetched one leaves through a
+  // _Retval. Users never create them.
   add(OpDefBuilder("_Arg")
           .Output("output", "T")
           .TypeAttr("T")
@@ -34,7 +39,9 @@ void RegisterControlOps(OpRegistry* r) {
 
 namespace ops {
 
-Operation NoOp(const Scope& scope) { return NodeBuilder(scope, "NoOp", "NoOp").Finalize(); }
+Operation NoOp(const Scope& scope) {
+  return NodeBuilder(scope, "NoOp", "NoOp").Finalize();
+}
 
 Operation Group(const Scope& scope, const std::vector<Operation>& ops) {
   NodeBuilder b(scope, "NoOp", "group");

@@ -19,9 +19,9 @@ absl::Status MatMulShape(InferenceContext* c) {
   for (int i = 0; i < 2; ++i) {
     const PartialTensorShape& s = c->input(i);
     if (!s.unknown_rank() && s.dims() != 2) {
-      return absl::InvalidArgumentError(absl::StrCat(i == 0 ? "a" : "b",
-                                                     " must be a matrix (rank 2), got shape ",
-                                                     s.DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          i == 0 ? "a" : "b", " must be a matrix (rank 2), got shape ",
+          s.DebugString()));
     }
   }
   const int64_t m = a.unknown_rank() ? -1 : a.dim_size(ta ? 1 : 0);
@@ -29,23 +29,31 @@ absl::Status MatMulShape(InferenceContext* c) {
   const int64_t kb = b.unknown_rank() ? -1 : b.dim_size(tb ? 1 : 0);
   const int64_t n = b.unknown_rank() ? -1 : b.dim_size(tb ? 0 : 1);
   if (ka >= 0 && kb >= 0 && ka != kb) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inner dimensions differ: a", ta ? " (transposed)" : "", " is ", a.DebugString(), ", b",
-        tb ? " (transposed)" : "", " is ", b.DebugString(), " (", ka, " vs ", kb, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("inner dimensions differ: a", ta ? " (transposed)" : "",
+                     " is ", a.DebugString(), ", b", tb ? " (transposed)" : "",
+                     " is ", b.DebugString(), " (", ka, " vs ", kb, ")"));
   }
   c->set_output(0, PartialTensorShape({m, n}));
   return absl::OkStatus();
 }
 
-Output BinaryOp(const Scope& scope, const char* op, const Input& x, const Input& y) {
+Output BinaryOp(const Scope& scope, const char* op, const Input& x,
+                const Input& y) {
   std::vector<Output> in = AsOutputsOfOneType(scope, {x, y});
-  return NodeBuilder(scope, op, op).Input(in[0]).Input(in[1]).Finalize().output(0);
+  return NodeBuilder(scope, op, op)
+      .Input(in[0])
+      .Input(in[1])
+      .Finalize()
+      .output(0);
 }
 
 }  // namespace
 
 void RegisterMathOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) { DF_CHECK(r->Register(std::move(b).Build()).ok()); };
+  auto add = [r](OpDefBuilder b) {
+    DF_CHECK(r->Register(std::move(b).Build()).ok());
+  };
   for (const char* name : {"Add", "Sub", "Mul"}) {
     add(OpDefBuilder(name)
             .Input("x", "T")
@@ -78,7 +86,8 @@ Output Mul(const Scope& scope, const Input& x, const Input& y) {
   return BinaryOp(scope, "Mul", x, y);
 }
 
-Output MatMul(const Scope& scope, const Input& a, const Input& b, const MatMulOptions& options) {
+Output MatMul(const Scope& scope, const Input& a, const Input& b,
+              const MatMulOptions& options) {
   std::vector<Output> in = AsOutputsOfOneType(scope, {a, b});
   return NodeBuilder(scope, "MatMul", "MatMul")
       .Input(in[0])

@@ -1,8 +1,9 @@
 // Variables: a handle op, reads, assignments and the global initializer.
 //
-// A variable is a resource on one device. VarHandleOp yields a handle to it; ReadVariableOp gives
-// its current value; the Assign*VariableOp ops update it and yield the new value. Every op that
-// touches the variable is colocated with its handle, so it runs where the variable lives.
+// A variable is a resource on one device. VarHandleOp yields a handle to it;
+// ReadVariableOp gives its current value; the Assign*VariableOp ops update it
+// and yield the new value. Every op that touches the variable is colocated with
+// its handle, so it runs where the variable lives.
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -15,26 +16,29 @@
 namespace distflow {
 namespace {
 
-// Output 0 has the shape of the variable behind input 0; input 1 (the value), if any, must fit.
+// Output 0 has the shape of the variable behind input 0; input 1 (the value),
+// if any, must fit.
 absl::Status VariableValueShape(InferenceContext* c) {
   const PartialTensorShape& var_shape = c->input_handle_shape(0);
   if (c->num_inputs() > 1 && !var_shape.IsCompatibleWith(c->input(1))) {
-    return absl::InvalidArgumentError(absl::StrCat("value of shape ", c->input(1).DebugString(),
-                                                   " does not fit the variable of shape ",
-                                                   var_shape.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value of shape ", c->input(1).DebugString(),
+        " does not fit the variable of shape ", var_shape.DebugString()));
   }
   c->set_output(0, var_shape);
   return absl::OkStatus();
 }
 
-Output UpdateVariable(const Scope& scope, const char* op, const ops::Variable& var,
-                      const Input& value) {
+Output UpdateVariable(const Scope& scope, const char* op,
+                      const ops::Variable& var, const Input& value) {
   if (!var.handle().valid()) {
-    scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(op, " of an invalid variable")));
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat(op, " of an invalid variable")));
     return Output();
   }
   Scope colocated = scope.ColocateWith(var.handle().op());
-  // Literals take the variable's type: AssignAdd(s, step, 1) works for an int64 step.
+  // Literals take the variable's type: AssignAdd(s, step, 1) works for an int64
+  // step.
   Output v = AsOutputsOfOneType(colocated, {Output(var), value})[1];
   return NodeBuilder(colocated, op, op)
       .Input(var.handle())
@@ -47,7 +51,9 @@ Output UpdateVariable(const Scope& scope, const char* op, const ops::Variable& v
 }  // namespace
 
 void RegisterStateOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) { DF_CHECK(r->Register(std::move(b).Build()).ok()); };
+  auto add = [r](OpDefBuilder b) {
+    DF_CHECK(r->Register(std::move(b).Build()).ok());
+  };
   add(OpDefBuilder("VarHandleOp")
           .Output("resource", DataType::kResource)
           .TypeAttr("dtype")
@@ -55,7 +61,8 @@ void RegisterStateOps(OpRegistry* r) {
           .Attr("container", MakeAttr(""))
           .Attr("shared_name", MakeAttr(""))
           .Stateful()
-          .Summary("A handle to a variable; the variable is named by shared_name, else the node.")
+          .Summary("A handle to a variable; the variable is named by "
+                   "shared_name, else the node.")
           .SetShapeFn(shape_fns::Scalar));
   add(OpDefBuilder("ReadVariableOp")
           .Input("resource", DataType::kResource)
@@ -63,7 +70,8 @@ void RegisterStateOps(OpRegistry* r) {
           .TypeAttr("dtype")
           .Stateful()
           .SetShapeFn(VariableValueShape));
-  for (const char* name : {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}) {
+  for (const char* name :
+       {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}) {
     OpDefBuilder b(name);
     b.Input("resource", DataType::kResource)
         .Input("value", "dtype")
@@ -86,7 +94,8 @@ void RegisterStateOps(OpRegistry* r) {
 
 namespace ops {
 
-Variable::Variable(const Scope& scope, DataType dtype, const PartialTensorShape& shape) {
+Variable::Variable(const Scope& scope, DataType dtype,
+                   const PartialTensorShape& shape) {
   Operation handle = NodeBuilder(scope, "VarHandleOp", "Variable")
                          .Attr("dtype", dtype)
                          .Attr("shape", shape)
@@ -94,38 +103,46 @@ Variable::Variable(const Scope& scope, DataType dtype, const PartialTensorShape&
   if (!handle.valid()) return;
   handle_ = handle.output(0);
   scope.graph()->AddToCollection(kGlobalVariablesCollection, handle.name());
-  Output read = NodeBuilder(scope.NewSubScopeOf(handle).ColocateWith(handle).WithOpName("read"),
-                            "ReadVariableOp", "read")
-                    .Input(handle_)
-                    .Attr("dtype", dtype)
-                    .Finalize()
-                    .output(0);
+  Output read =
+      NodeBuilder(
+          scope.NewSubScopeOf(handle).ColocateWith(handle).WithOpName("read"),
+          "ReadVariableOp", "read")
+          .Input(handle_)
+          .Attr("dtype", dtype)
+          .Finalize()
+          .output(0);
   static_cast<Output&>(*this) = read;
 }
 
 Variable::Variable(const Scope& scope, const Input& initial_value) {
   const bool is_value = !initial_value.is_output();
   if (!is_value && !initial_value.output().valid()) {
-    scope.UpdateStatus(absl::InvalidArgumentError("Variable: the initial value is invalid"));
+    scope.UpdateStatus(
+        absl::InvalidArgumentError("Variable: the initial value is invalid"));
     return;
   }
-  const DataType dtype =
-      is_value ? initial_value.tensor().dtype() : initial_value.output().dtype();
+  const DataType dtype = is_value ? initial_value.tensor().dtype()
+                                  : initial_value.output().dtype();
   const PartialTensorShape shape =
-      is_value ? PartialTensorShape(initial_value.tensor().shape()) : initial_value.output().shape();
+      is_value ? PartialTensorShape(initial_value.tensor().shape())
+               : initial_value.output().shape();
   *this = Variable(scope, dtype, shape);
   if (!handle_.valid()) return;
   Scope inner = scope.NewSubScopeOf(handle_.op()).ColocateWith(handle_.op());
-  // A value written in code becomes the constant "<variable>/initial_value" beside the variable.
-  Output init = is_value ? ops::Const(inner.WithOpName("initial_value"), initial_value)
-                         : initial_value.output();
-  initializer_ = NodeBuilder(inner.WithOpName("Assign"), "AssignVariableOp", "Assign")
-                     .Input(handle_)
-                     .Input(init)
-                     .Attr("dtype", dtype)
-                     .Finalize();
+  // A value written in code becomes the constant "<variable>/initial_value"
+  // beside the variable.
+  Output init =
+      is_value ? ops::Const(inner.WithOpName("initial_value"), initial_value)
+               : initial_value.output();
+  initializer_ =
+      NodeBuilder(inner.WithOpName("Assign"), "AssignVariableOp", "Assign")
+          .Input(handle_)
+          .Input(init)
+          .Attr("dtype", dtype)
+          .Finalize();
   if (initializer_.valid()) {
-    scope.graph()->AddToCollection(kVariableInitializersCollection, initializer_.name());
+    scope.graph()->AddToCollection(kVariableInitializersCollection,
+                                   initializer_.name());
   }
 }
 
@@ -140,8 +157,8 @@ Output AssignSub(const Scope& scope, const Variable& var, const Input& delta) {
 }
 
 Output IsVariableInitialized(const Scope& scope, const Variable& var) {
-  return NodeBuilder(scope.ColocateWith(var.handle().op()), "VarIsInitializedOp",
-                     "IsVariableInitialized")
+  return NodeBuilder(scope.ColocateWith(var.handle().op()),
+                     "VarIsInitializedOp", "IsVariableInitialized")
       .Input(var.handle())
       .Finalize()
       .output(0);
@@ -149,7 +166,8 @@ Output IsVariableInitialized(const Scope& scope, const Variable& var) {
 
 Operation GlobalVariablesInitializer(const Scope& scope) {
   NodeBuilder b(scope, "NoOp", "init");
-  for (const std::string& name : scope.graph()->GetCollection(kVariableInitializersCollection)) {
+  for (const std::string& name :
+       scope.graph()->GetCollection(kVariableInitializersCollection)) {
     b.ControlInput(Operation(scope.graph()->FindNode(name)));
   }
   return b.Finalize();
