@@ -57,81 +57,80 @@ absl::Status ReshapeShape(InferenceContext* c) {
 }  // namespace
 
 void RegisterArrayOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) {
-    DF_CHECK(r->Register(std::move(b).Build()).ok());
-  };
-  add(OpDefBuilder("Const")
-          .Output("output", "dtype")
-          .Attr("value", AttrType::kTensor)
-          .TypeAttr("dtype")
-          .Summary("A constant tensor.")
-          .SetShapeFn([](InferenceContext* c) -> absl::Status {
-            Tensor value;
-            DF_RETURN_IF_ERROR(c->GetAttr("value", &value));
-            DataType dtype;
-            DF_RETURN_IF_ERROR(c->GetAttr("dtype", &dtype));
-            if (value.dtype() != dtype) {
-              return absl::InvalidArgumentError(
-                  absl::StrCat("value is ", value.TypeString(),
-                               " but dtype is ", DataTypeName(dtype)));
-            }
-            c->set_output(0, value.shape());
-            return absl::OkStatus();
-          }));
-  add(OpDefBuilder("Placeholder")
-          .Output("output", "dtype")
-          .TypeAttr("dtype")
-          .Attr("shape", MakeAttr(PartialTensorShape()))
-          .Summary("A value that must be fed when the graph runs.")
-          .SetShapeFn([](InferenceContext* c) -> absl::Status {
-            PartialTensorShape shape;
-            DF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-            c->set_output(0, shape);
-            return absl::OkStatus();
-          }));
-  add(OpDefBuilder("Identity")
-          .Input("input", "T")
-          .Output("output", "T")
-          .TypeAttr("T")
-          .SetShapeFn(shape_fns::UnchangedShape));
-  add(OpDefBuilder("Shape")
-          .Input("input", "T")
-          .Output("output", "out_type")
-          .TypeAttr("T")
-          .Attr("out_type", MakeAttr(DataType::kInt32))
-          .SetShapeFn([](InferenceContext* c) -> absl::Status {
-            DataType out_type;
-            DF_RETURN_IF_ERROR(c->GetAttr("out_type", &out_type));
-            if (out_type != DataType::kInt32 && out_type != DataType::kInt64) {
-              return absl::InvalidArgumentError(
-                  "out_type must be int32 or int64");
-            }
-            c->set_output(0, PartialTensorShape({c->input(0).dims()}));
-            return absl::OkStatus();
-          }));
-  add(OpDefBuilder("Reshape")
-          .Input("tensor", "T")
-          .Input("shape", "Tshape")
-          .Output("output", "T")
-          .TypeAttr("T")
-          .TypeAttr("Tshape", {DataType::kInt32, DataType::kInt64})
-          .SetShapeFn(ReshapeShape));
-  add(OpDefBuilder("Fill")
-          .Input("dims", "index_type")
-          .Input("value", "T")
-          .Output("output", "T")
-          .TypeAttr("T")
-          .TypeAttr("index_type", {DataType::kInt32, DataType::kInt64})
-          .SetShapeFn([](InferenceContext* c) -> absl::Status {
-            if (c->input(1).dims() > 0) {
-              return absl::InvalidArgumentError(
-                  absl::StrCat("value must be a scalar, got shape ",
-                               c->input(1).DebugString()));
-            }
-            DF_ASSIGN_OR_RETURN(PartialTensorShape shape, c->InputAsShape(0));
-            c->set_output(0, shape);
-            return absl::OkStatus();
-          }));
+  AddOp(r, OpDefBuilder("Const")
+               .Output("output", "dtype")
+               .Attr("value", AttrType::kTensor)
+               .TypeAttr("dtype")
+               .Summary("A constant tensor.")
+               .SetShapeFn([](InferenceContext* c) -> absl::Status {
+                 Tensor value;
+                 DF_RETURN_IF_ERROR(c->GetAttr("value", &value));
+                 DataType dtype;
+                 DF_RETURN_IF_ERROR(c->GetAttr("dtype", &dtype));
+                 if (value.dtype() != dtype) {
+                   return absl::InvalidArgumentError(
+                       absl::StrCat("value is ", value.TypeString(),
+                                    " but dtype is ", DataTypeName(dtype)));
+                 }
+                 c->set_output(0, value.shape());
+                 return absl::OkStatus();
+               }));
+  AddOp(r, OpDefBuilder("Placeholder")
+               .Output("output", "dtype")
+               .TypeAttr("dtype")
+               .Attr("shape", MakeAttr(PartialTensorShape()))
+               .Summary("A value that must be fed when the graph runs.")
+               .SetShapeFn([](InferenceContext* c) -> absl::Status {
+                 PartialTensorShape shape;
+                 DF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
+                 c->set_output(0, shape);
+                 return absl::OkStatus();
+               }));
+  AddOp(r, OpDefBuilder("Identity")
+               .Input("input", "T")
+               .Output("output", "T")
+               .TypeAttr("T")
+               .SetShapeFn(shape_fns::UnchangedShape));
+  AddOp(r, OpDefBuilder("Shape")
+               .Input("input", "T")
+               .Output("output", "out_type")
+               .TypeAttr("T")
+               .Attr("out_type", MakeAttr(DataType::kInt32))
+               .SetShapeFn([](InferenceContext* c) -> absl::Status {
+                 DataType out_type;
+                 DF_RETURN_IF_ERROR(c->GetAttr("out_type", &out_type));
+                 if (out_type != DataType::kInt32 &&
+                     out_type != DataType::kInt64) {
+                   return absl::InvalidArgumentError(
+                       "out_type must be int32 or int64");
+                 }
+                 c->set_output(0, PartialTensorShape({c->input(0).dims()}));
+                 return absl::OkStatus();
+               }));
+  AddOp(r, OpDefBuilder("Reshape")
+               .Input("tensor", "T")
+               .Input("shape", "Tshape")
+               .Output("output", "T")
+               .TypeAttr("T")
+               .TypeAttr("Tshape", {DataType::kInt32, DataType::kInt64})
+               .SetShapeFn(ReshapeShape));
+  AddOp(r, OpDefBuilder("Fill")
+               .Input("dims", "index_type")
+               .Input("value", "T")
+               .Output("output", "T")
+               .TypeAttr("T")
+               .TypeAttr("index_type", {DataType::kInt32, DataType::kInt64})
+               .SetShapeFn([](InferenceContext* c) -> absl::Status {
+                 if (c->input(1).dims() > 0) {
+                   return absl::InvalidArgumentError(
+                       absl::StrCat("value must be a scalar, got shape ",
+                                    c->input(1).DebugString()));
+                 }
+                 DF_ASSIGN_OR_RETURN(PartialTensorShape shape,
+                                     c->InputAsShape(0));
+                 c->set_output(0, shape);
+                 return absl::OkStatus();
+               }));
 }
 
 namespace ops {

@@ -10,31 +10,28 @@
 namespace distflow {
 
 void RegisterControlOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) {
-    DF_CHECK(r->Register(std::move(b).Build()).ok());
-  };
-  add(OpDefBuilder("NoOp")
-          .Summary("Does nothing.")
-          .SetShapeFn(shape_fns::NoOutputs));
+  AddOp(r, OpDefBuilder("NoOp")
+               .Summary("Does nothing.")
+               .SetShapeFn(shape_fns::NoOutputs));
   // _Arg and _Retval are inserted by the runtime when it prepares a graph for a
   // call: a fed tensor enters as an _Arg, a fetched one leaves through a
   // _Retval. Users never create them.
-  add(OpDefBuilder("_Arg")
-          .Output("output", "T")
-          .TypeAttr("T")
-          .IntAttr("index", 0)
-          .Attr("shape", MakeAttr(PartialTensorShape()))
-          .SetShapeFn([](InferenceContext* c) -> absl::Status {
-            PartialTensorShape shape;
-            DF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-            c->set_output(0, shape);
-            return absl::OkStatus();
-          }));
-  add(OpDefBuilder("_Retval")
-          .Input("input", "T")
-          .TypeAttr("T")
-          .IntAttr("index", 0)
-          .SetShapeFn(shape_fns::NoOutputs));
+  AddOp(r, OpDefBuilder("_Arg")
+               .Output("output", "T")
+               .TypeAttr("T")
+               .IntAttr("index", 0)
+               .Attr("shape", MakeAttr(PartialTensorShape()))
+               .SetShapeFn([](InferenceContext* c) -> absl::Status {
+                 PartialTensorShape shape;
+                 DF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
+                 c->set_output(0, shape);
+                 return absl::OkStatus();
+               }));
+  AddOp(r, OpDefBuilder("_Retval")
+               .Input("input", "T")
+               .TypeAttr("T")
+               .IntAttr("index", 0)
+               .SetShapeFn(shape_fns::NoOutputs));
 }
 
 namespace ops {

@@ -51,27 +51,24 @@ Output BinaryOp(const Scope& scope, const char* op, const Input& x,
 }  // namespace
 
 void RegisterMathOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) {
-    DF_CHECK(r->Register(std::move(b).Build()).ok());
-  };
   for (const char* name : {"Add", "Sub", "Mul"}) {
-    add(OpDefBuilder(name)
-            .Input("x", "T")
-            .Input("y", "T")
-            .Output("z", "T")
-            .TypeAttr("T", kNumericTypes)
-            .Summary("Elementwise, with numpy-style broadcasting.")
-            .SetShapeFn(shape_fns::BroadcastBinary));
+    AddOp(r, OpDefBuilder(name)
+                 .Input("x", "T")
+                 .Input("y", "T")
+                 .Output("z", "T")
+                 .TypeAttr("T", kNumericTypes)
+                 .Summary("Elementwise, with numpy-style broadcasting.")
+                 .SetShapeFn(shape_fns::BroadcastBinary));
   }
-  add(OpDefBuilder("MatMul")
-          .Input("a", "T")
-          .Input("b", "T")
-          .Output("product", "T")
-          .TypeAttr("T", {DataType::kFloat, DataType::kDouble, DataType::kInt32,
-                          DataType::kInt64})
-          .Attr("transpose_a", MakeAttr(false))
-          .Attr("transpose_b", MakeAttr(false))
-          .SetShapeFn(MatMulShape));
+  AddOp(r, OpDefBuilder("MatMul")
+               .Input("a", "T")
+               .Input("b", "T")
+               .Output("product", "T")
+               .TypeAttr("T", {DataType::kFloat, DataType::kDouble,
+                               DataType::kInt32, DataType::kInt64})
+               .Attr("transpose_a", MakeAttr(false))
+               .Attr("transpose_b", MakeAttr(false))
+               .SetShapeFn(MatMulShape));
 }
 
 namespace ops {

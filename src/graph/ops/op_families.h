@@ -2,10 +2,17 @@
 #ifndef DISTFLOW_GRAPH_OPS_OP_FAMILIES_H_
 #define DISTFLOW_GRAPH_OPS_OP_FAMILIES_H_
 
+#include "base/logging.h"
 #include "core/type_dispatch.h"
 #include "graph/op_registry.h"
 
 namespace distflow {
+
+// Registers a standard op; a duplicate name is a programming error.
+inline void AddOp(OpRegistry* registry, OpDefBuilder builder) {
+  absl::Status s = registry->Register(std::move(builder).Build());
+  DF_CHECK(s.ok()) << s;
+}
 
 void RegisterArrayOps(OpRegistry* registry);
 void RegisterControlOps(OpRegistry* registry);

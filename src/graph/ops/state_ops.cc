@@ -51,25 +51,22 @@ Output UpdateVariable(const Scope& scope, const char* op,
 }  // namespace
 
 void RegisterStateOps(OpRegistry* r) {
-  auto add = [r](OpDefBuilder b) {
-    DF_CHECK(r->Register(std::move(b).Build()).ok());
-  };
-  add(OpDefBuilder("VarHandleOp")
-          .Output("resource", DataType::kResource)
-          .TypeAttr("dtype")
-          .Attr("shape", AttrType::kShape)
-          .Attr("container", MakeAttr(""))
-          .Attr("shared_name", MakeAttr(""))
-          .Stateful()
-          .Summary("A handle to a variable; the variable is named by "
-                   "shared_name, else the node.")
-          .SetShapeFn(shape_fns::Scalar));
-  add(OpDefBuilder("ReadVariableOp")
-          .Input("resource", DataType::kResource)
-          .Output("value", "dtype")
-          .TypeAttr("dtype")
-          .Stateful()
-          .SetShapeFn(VariableValueShape));
+  AddOp(r, OpDefBuilder("VarHandleOp")
+               .Output("resource", DataType::kResource)
+               .TypeAttr("dtype")
+               .Attr("shape", AttrType::kShape)
+               .Attr("container", MakeAttr(""))
+               .Attr("shared_name", MakeAttr(""))
+               .Stateful()
+               .Summary("A handle to a variable; the variable is named by "
+                        "shared_name, else the node.")
+               .SetShapeFn(shape_fns::Scalar));
+  AddOp(r, OpDefBuilder("ReadVariableOp")
+               .Input("resource", DataType::kResource)
+               .Output("value", "dtype")
+               .TypeAttr("dtype")
+               .Stateful()
+               .SetShapeFn(VariableValueShape));
   for (const char* name :
        {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}) {
     OpDefBuilder b(name);
@@ -83,13 +80,13 @@ void RegisterStateOps(OpRegistry* r) {
     } else {
       b.TypeAttr("dtype", kNumericTypes);
     }
-    add(std::move(b));
+    AddOp(r, std::move(b));
   }
-  add(OpDefBuilder("VarIsInitializedOp")
-          .Input("resource", DataType::kResource)
-          .Output("is_initialized", DataType::kBool)
-          .Stateful()
-          .SetShapeFn(shape_fns::Scalar));
+  AddOp(r, OpDefBuilder("VarIsInitializedOp")
+               .Input("resource", DataType::kResource)
+               .Output("is_initialized", DataType::kBool)
+               .Stateful()
+               .SetShapeFn(shape_fns::Scalar));
 }
 
 namespace ops {
