@@ -11,6 +11,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "graph/attr_value.h"
+#include "graph/graph_test_util.h"
 #include "gtest/gtest.h"
 
 namespace distflow {
@@ -30,14 +31,7 @@ std::string DeterministicBytes(const proto::GraphDef& def) {
   return bytes;
 }
 
-proto::NodeDef MakeNode(const std::string& name, const std::string& op,
-                        const std::vector<std::string>& inputs = {}) {
-  proto::NodeDef def;
-  def.set_name(name);
-  def.set_op(op);
-  for (const std::string& in : inputs) def.add_input(in);
-  return def;
-}
+using test::MakeNode;
 
 proto::NodeDef MakePlaceholder(const std::string& name) {
   proto::NodeDef def = MakeNode(name, "Placeholder");

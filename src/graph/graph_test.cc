@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "graph/attr_value.h"
+#include "graph/graph_test_util.h"
 #include "gtest/gtest.h"
 
 namespace distflow {
@@ -12,14 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-proto::NodeDef MakeNode(const std::string& name, const std::string& op,
-                        const std::vector<std::string>& inputs = {}) {
-  proto::NodeDef def;
-  def.set_name(name);
-  def.set_op(op);
-  for (const std::string& in : inputs) def.add_input(in);
-  return def;
-}
+using test::MakeNode;
 
 proto::NodeDef MakeConst(const std::string& name, const Tensor& value) {
   proto::NodeDef def = MakeNode(name, "Const");
