@@ -181,42 +181,47 @@ DF_GET_SCALAR_ATTR_(bool, kB, AttrType::kBool, b)
 DF_GET_SCALAR_ATTR_(std::string, kS, AttrType::kString, s)
 #undef DF_GET_SCALAR_ATTR_
 
+// Reads an attribute held in field `field` of kind `kind`, decoding it with
+// `decode` (which validates it).
+template <typename T, typename Decode>
+absl::Status DecodeAttr(const AttrMap& attrs, absl::string_view name,
+                        proto::AttrValue::ValueCase field, AttrType kind,
+                        Decode decode, T* out) {
+  DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
+  if (v->value_case() != field) return WrongKind(name, *v, kind);
+  absl::StatusOr<T> value = decode(*v);
+  if (!value.ok()) {
+    return AddErrorContext(value.status(),
+                           absl::StrCat("attribute '", name, "'"));
+  }
+  *out = *std::move(value);
+  return absl::OkStatus();
+}
+
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
                      DataType* out) {
-  DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kType)
-    return WrongKind(name, *v, AttrType::kType);
-  auto dtype = DataTypeFromProto(v->type());
-  if (!dtype.ok())
-    return AddErrorContext(dtype.status(),
-                           absl::StrCat("attribute '", name, "'"));
-  *out = *dtype;
-  return absl::OkStatus();
+  return DecodeAttr(
+      attrs, name, proto::AttrValue::kType, AttrType::kType,
+      [](const proto::AttrValue& v) { return DataTypeFromProto(v.type()); },
+      out);
 }
 
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
                      PartialTensorShape* out) {
-  DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kShape)
-    return WrongKind(name, *v, AttrType::kShape);
-  auto shape = PartialShapeFromProto(v->shape());
-  if (!shape.ok())
-    return AddErrorContext(shape.status(),
-                           absl::StrCat("attribute '", name, "'"));
-  *out = *shape;
-  return absl::OkStatus();
+  return DecodeAttr(
+      attrs, name, proto::AttrValue::kShape, AttrType::kShape,
+      [](const proto::AttrValue& v) {
+        return PartialShapeFromProto(v.shape());
+      },
+      out);
 }
 
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,
                      Tensor* out) {
-  DF_ASSIGN_OR_RETURN(const proto::AttrValue* v, Find(attrs, name));
-  if (v->value_case() != proto::AttrValue::kTensor)
-    return WrongKind(name, *v, AttrType::kTensor);
-  auto t = TensorFromProto(v->tensor());
-  if (!t.ok())
-    return AddErrorContext(t.status(), absl::StrCat("attribute '", name, "'"));
-  *out = *t;
-  return absl::OkStatus();
+  return DecodeAttr(
+      attrs, name, proto::AttrValue::kTensor, AttrType::kTensor,
+      [](const proto::AttrValue& v) { return TensorFromProto(v.tensor()); },
+      out);
 }
 
 absl::Status GetAttr(const AttrMap& attrs, absl::string_view name,

@@ -56,6 +56,14 @@ absl::Status Scalar(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+absl::Status FromShapeAttr(InferenceContext* c) {
+  PartialTensorShape shape;
+  absl::Status s = c->GetAttr("shape", &shape);
+  if (!s.ok()) return s;
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
 absl::Status NoOutputs(InferenceContext* c) { return absl::OkStatus(); }
 
 absl::Status BroadcastBinary(InferenceContext* c) {

@@ -81,6 +81,8 @@ absl::Status Unknown(InferenceContext* c);
 absl::Status UnchangedShape(InferenceContext* c);
 // Output 0 is a scalar.
 absl::Status Scalar(InferenceContext* c);
+// Output 0 has the shape given by attribute "shape".
+absl::Status FromShapeAttr(InferenceContext* c);
 // No outputs.
 absl::Status NoOutputs(InferenceContext* c);
 // Output 0 has the broadcast shape of inputs 0 and 1 (numpy rules);

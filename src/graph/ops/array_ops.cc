@@ -80,12 +80,7 @@ void RegisterArrayOps(OpRegistry* r) {
                .TypeAttr("dtype")
                .Attr("shape", MakeAttr(PartialTensorShape()))
                .Summary("A value that must be fed when the graph runs.")
-               .SetShapeFn([](InferenceContext* c) -> absl::Status {
-                 PartialTensorShape shape;
-                 DF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-                 c->set_output(0, shape);
-                 return absl::OkStatus();
-               }));
+               .SetShapeFn(shape_fns::FromShapeAttr));
   AddOp(r, OpDefBuilder("Identity")
                .Input("input", "T")
                .Output("output", "T")

@@ -21,12 +21,7 @@ void RegisterControlOps(OpRegistry* r) {
                .TypeAttr("T")
                .IntAttr("index", 0)
                .Attr("shape", MakeAttr(PartialTensorShape()))
-               .SetShapeFn([](InferenceContext* c) -> absl::Status {
-                 PartialTensorShape shape;
-                 DF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-                 c->set_output(0, shape);
-                 return absl::OkStatus();
-               }));
+               .SetShapeFn(shape_fns::FromShapeAttr));
   AddOp(r, OpDefBuilder("_Retval")
                .Input("input", "T")
                .TypeAttr("T")
