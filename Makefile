@@ -24,6 +24,7 @@ demo: build
 	@$(BUILD)/bin/seed_matmul_local
 
 bench: build
+	@scripts/install_deps.sh --bench
 	@scripts/run_benchmarks.sh $(BUILD)
 
 format:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages distflow builds, tests and benchmarks with, when any is missing.
+# Installs the Debian packages distflow builds and tests with (and, with --bench, the benchmark
+# peers), when any is missing.
 # Debian packages only; nothing is downloaded from elsewhere.
 set -euo pipefail
 
@@ -8,7 +9,12 @@ packages=(
   libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libeigen3-dev libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev nlohmann-json3-dev libcli11-dev dataset-fashion-mnist
 )
+# Benchmarks also measure their peers (PyTorch, run by Debian's /usr/bin/python3).
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(python3-torch python3-numpy)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
