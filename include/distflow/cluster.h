@@ -1,0 +1,94 @@
+// The cluster a distributed job runs on, and the task this process plays in it.
+//
+// A cluster is a set of jobs ("ps", "worker", optionally "chief" and
+// "evaluator"), each an ordered list of task addresses ("host:port"). Task i of
+// job "ps" has the device name prefix "/job:ps/replica:0/task:i". Every
+// process of a job is given the same cluster and its own (job, task index).
+#ifndef DISTFLOW_CLUSTER_H_
+#define DISTFLOW_CLUSTER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace distflow {
+namespace proto {
+class ClusterDef;
+}
+
+class ClusterSpec {
+ public:
+  // The empty cluster (no jobs).
+  ClusterSpec() = default;
+
+  // A cluster from job name -> ordered task addresses. INVALID_ARGUMENT naming
+  // the culprit for an empty job, a malformed job name or address
+  // ("host:port", port 0..65535), or an address used twice.
+  static absl::StatusOr<ClusterSpec> Create(
+      const std::map<std::string, std::vector<std::string>>& jobs);
+  // From the seeds' flags: comma-separated "host:port" lists. An empty list
+  // leaves its job out.
+  static absl::StatusOr<ClusterSpec> FromHostLists(
+      const std::string& ps_hosts, const std::string& worker_hosts);
+  // From JSON {"ps": ["h:1", ...], "worker": [...], ...} (TF_CONFIG's
+  // "cluster" object).
+  static absl::StatusOr<ClusterSpec> FromJson(const std::string& json);
+  static absl::StatusOr<ClusterSpec> FromJsonFile(const std::string& path);
+  static absl::StatusOr<ClusterSpec> FromProto(const proto::ClusterDef& def);
+
+  void ToProto(proto::ClusterDef* def) const;
+
+  bool empty() const { return jobs_.empty(); }
+  // Job names, sorted.
+  std::vector<std::string> jobs() const;
+  bool HasJob(const std::string& job) const;
+  // Number of tasks of `job`; 0 if the cluster has no such job.
+  int num_tasks(const std::string& job) const;
+  // The addresses of `job`'s tasks in index order (empty if no such job).
+  const std::vector<std::string>& tasks(const std::string& job) const;
+  // The address of a task; INVALID_ARGUMENT naming the job and index and
+  // listing the cluster's jobs (with their task counts) if there is no such
+  // task.
+  absl::StatusOr<std::string> TaskAddress(const std::string& job,
+                                          int task_index) const;
+  // "/job:<job>/replica:0/task:<i>" for every task, jobs sorted, tasks in order.
+  std::vector<std::string> TaskDeviceNames() const;
+  // "ps: [a:1, b:2], worker: [c:3]"
+  std::string DebugString() const;
+
+  bool operator==(const ClusterSpec& o) const { return jobs_ == o.jobs_; }
+
+ private:
+  std::map<std::string, std::vector<std::string>> jobs_;
+};
+
+// What a process of a distributed job is: the cluster and its own task.
+struct TaskConfig {
+  ClusterSpec cluster;
+  std::string job_name;  // "ps", "worker", "chief" or "evaluator"
+  int task_index = 0;
+  // True for the task that initializes and checkpoints: the "chief" task if the
+  // cluster has a chief job, else worker 0.
+  bool is_chief = false;
+  // Flags that were not the cluster's, in order (argv[0] first), for the
+  // program's own flag parsing.
+  std::vector<std::string> remaining_args;
+};
+
+// Reads the task from the seeds' flags (--job_name, --task_index, --ps_hosts,
+// --worker_hosts; "--flag=value" or "--flag value"), or, when none of those is
+// given, from the TF_CONFIG environment variable as Kubeflow's TFJob writes it:
+// {"cluster": {"chief": [...], "worker": [...], "ps": [...]},
+//  "task": {"type": "worker", "index": 1}}.
+// INVALID_ARGUMENT naming the flag or field at fault (a missing job name, an
+// index out of range for its job, an unknown role, malformed JSON).
+absl::StatusOr<TaskConfig> ParseTaskConfig(int argc, char** argv);
+// As above, with TF_CONFIG's value given (empty: not set).
+absl::StatusOr<TaskConfig> ParseTaskConfig(const std::vector<std::string>& args,
+                                           const std::string& tf_config);
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_CLUSTER_H_
