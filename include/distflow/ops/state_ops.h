@@ -1,0 +1,62 @@
+// Op constructors for variables: state that keeps its value across steps.
+// Each adds a node to the scope's graph and returns its output(s); errors are
+// recorded in the scope (see distflow/scope.h).
+#ifndef DISTFLOW_OPS_STATE_OPS_H_
+#define DISTFLOW_OPS_STATE_OPS_H_
+
+#include <string>
+#include <vector>
+
+#include "distflow/scope.h"
+#include "distflow/tensor.h"
+#include "distflow/tensor_shape.h"
+#include "distflow/types.h"
+
+namespace distflow {
+namespace ops {
+
+// A variable: state that lives on one device and keeps its value across steps.
+// A Variable is an Output (its current value, read when a step needs it), so it
+// can be passed to any op.
+//
+// It starts uninitialized: run GlobalVariablesInitializer(scope) (or
+// initializer()) once before reading it, or the read fails with
+// FAILED_PRECONDITION naming the variable.
+class Variable : public Output {
+ public:
+  // A variable whose initial value is `initial_value` (a Tensor, a literal or
+  // an Output, such as Zeros(...)); its dtype and shape are those of the
+  // initial value.
+  Variable(const Scope& scope, const Input& initial_value);
+  // A variable of `dtype` and `shape` with no initializer (assign it before
+  // reading).
+  Variable(const Scope& scope, DataType dtype, const PartialTensorShape& shape);
+  Variable() = default;
+
+  // The handle the assign and read ops use.
+  const Output& handle() const { return handle_; }
+  // Assigns the initial value; invalid for variables made without one.
+  const Operation& initializer() const { return initializer_; }
+  // The name of the variable (its handle's node name).
+  std::string var_name() const { return handle_.op().name(); }
+
+ private:
+  Output handle_;
+  Operation initializer_;
+};
+
+// Assigns `value` to `var`; returns the new value. The shape and dtype must
+// match the variable's.
+Output Assign(const Scope& scope, const Variable& var, const Input& value);
+Output AssignAdd(const Scope& scope, const Variable& var, const Input& delta);
+Output AssignSub(const Scope& scope, const Variable& var, const Input& delta);
+// A scalar bool: true once `var` has a value.
+Output IsVariableInitialized(const Scope& scope, const Variable& var);
+// One op that runs every variable initializer created so far in the scope's
+// graph.
+Operation GlobalVariablesInitializer(const Scope& scope);
+
+}  // namespace ops
+}  // namespace distflow
+
+#endif  // DISTFLOW_OPS_STATE_OPS_H_
