@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -46,12 +47,16 @@ std::string Inflate(const std::string& path) {
 void CheckSplit(Split split, int64_t n, const std::string& prefix) {
   if (!HaveRealData()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   absl::StatusOr<LabeledImages> data = LoadFashionMnist(split);
+  const double cpu_seconds =
+      static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   ASSERT_TRUE(data.ok()) << data.status();
-  std::cout << "loaded " << n << " examples in " << seconds << " s\n";
+  std::cout << "loaded " << n << " examples in " << seconds << " s ("
+            << cpu_seconds << " s of CPU)\n";
 
   ASSERT_EQ(data->images.dtype(), DataType::kFloat);
   ASSERT_EQ(data->images.shape(), TensorShape({n, 784}));
