@@ -104,6 +104,11 @@ absl::StatusOr<CsvTable> ReadCsv(const std::string& path,
 // One example or batch: one tensor per component (such as image and label).
 using Element = std::vector<Tensor>;
 
+// Dataset::Cardinality() of a dataset without end, and of one whose size
+// cannot be known without iterating.
+inline constexpr int64_t kInfiniteCardinality = -1;
+inline constexpr int64_t kUnknownCardinality = -2;
+
 namespace internal {
 class DatasetNode;
 class IteratorImpl;
@@ -193,6 +198,12 @@ class Dataset {
 
   // OK, or the first invalid argument given while building this dataset.
   const absl::Status& status() const { return status_; }
+
+  // The number of elements an iterator yields (such as the batches of an
+  // epoch), kInfiniteCardinality after Repeat(), or kUnknownCardinality if
+  // status() is not OK. Computed from the recipe, without iterating; Map is
+  // assumed to succeed.
+  int64_t Cardinality() const;
 
   // A new iterator over the dataset, or status() if that is not OK. The k-th
   // iterator made from this dataset (or a copy of it) sees epoch k of every

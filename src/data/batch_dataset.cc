@@ -189,6 +189,12 @@ class BatchNode : public DatasetNode {
                                            input_->MakeIterator(ctx),
                                            batch_size_, drop_remainder_);
   }
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n < 0) return n;
+    return drop_remainder_ ? n / batch_size_
+                           : (n + batch_size_ - 1) / batch_size_;
+  }
 
  private:
   NodePtr input_;

@@ -165,6 +165,10 @@ Dataset Dataset::Prefetch(int64_t buffer_size) const {
                 });
 }
 
+int64_t Dataset::Cardinality() const {
+  return status_.ok() ? node_->Cardinality() : kUnknownCardinality;
+}
+
 absl::StatusOr<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
   if (!status_.ok()) return status_;
   const int64_t epoch = iterators_made_->fetch_add(1);

@@ -57,6 +57,8 @@ class DatasetNode {
   // Non-null if every element is a row of these tensors; then the iterators
   // implement GetNextRow. Lives as long as the node.
   virtual const std::vector<Tensor>* RowSource() const { return nullptr; }
+  // The number of elements, kInfiniteCardinality or kUnknownCardinality.
+  virtual int64_t Cardinality() const = 0;
 };
 
 using NodePtr = std::shared_ptr<const DatasetNode>;

@@ -286,6 +286,31 @@ TEST(DatasetTest, RepeatAndTake) {
   EXPECT_THAT(Ids(batches), ElementsAre(0, 1, 2, 0, 1, 2, 0, 1, 2));
 }
 
+TEST(DatasetTest, CardinalityMatchesWhatIterationYields) {
+  Dataset ds = Dataset::FromTensors(Source(10));
+  const std::vector<Dataset> pipelines = {
+      ds,
+      ds.Batch(3),
+      ds.Batch(3, true),
+      ds.Shard(3, 0),
+      ds.Shard(3, 2),
+      ds.Shard(20, 15),
+      ds.Shuffle(4, 1).Repeat(3).Batch(4),
+      ElementMode(ds).Take(4).Prefetch(2),
+      ds.Take(20),
+      ds.Repeat().Take(25).Batch(10, true),
+      ds.Take(0).Repeat(),
+  };
+  for (size_t i = 0; i < pipelines.size(); ++i) {
+    EXPECT_EQ(pipelines[i].Cardinality(),
+              static_cast<int64_t>(Collect(pipelines[i]).size()))
+        << "pipeline " << i;
+  }
+  EXPECT_EQ(ds.Repeat().Cardinality(), kInfiniteCardinality);
+  EXPECT_EQ(ds.Repeat().Batch(4).Cardinality(), kInfiniteCardinality);
+  EXPECT_EQ(ds.Shard(2, 7).Cardinality(), kUnknownCardinality);
+}
+
 TEST(DatasetTest, MapTransformsAndReportsErrors) {
   Dataset doubled = Dataset::FromTensors(Source(3)).Map(
       [](Element e) -> absl::StatusOr<Element> {

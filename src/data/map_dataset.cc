@@ -43,6 +43,7 @@ class MapNode : public DatasetNode {
       const IteratorContext& ctx) const override {
     return std::make_unique<MapIterator>(input_->MakeIterator(ctx), &fn_);
   }
+  int64_t Cardinality() const override { return input_->Cardinality(); }
 
  private:
   NodePtr input_;

@@ -94,6 +94,7 @@ class PrefetchNode : public DatasetNode {
     return std::make_unique<PrefetchIterator>(input_->MakeIterator(ctx),
                                               buffer_size_);
   }
+  int64_t Cardinality() const override { return input_->Cardinality(); }
 
  private:
   NodePtr input_;

@@ -1,5 +1,6 @@
 // Shard, Take and Repeat: transformations that choose which input elements
 // come out, in input order. Each works on row indices or on elements alike.
+#include <algorithm>
 #include <utility>
 
 #include "data/dataset_node.h"
@@ -120,6 +121,11 @@ class ShardNode : public DatasetNode {
   const std::vector<Tensor>* RowSource() const override {
     return input_->RowSource();
   }
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n < 0) return n;
+    return n > index_ ? (n - index_ + num_shards_ - 1) / num_shards_ : 0;
+  }
 
  private:
   NodePtr input_;
@@ -139,6 +145,12 @@ class TakeNode : public DatasetNode {
   const std::vector<Tensor>* RowSource() const override {
     return input_->RowSource();
   }
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n == kInfiniteCardinality) return count_;
+    if (n == kUnknownCardinality) return n;
+    return std::min(n, count_);
+  }
 
  private:
   NodePtr input_;
@@ -155,6 +167,11 @@ class RepeatNode : public DatasetNode {
   }
   const std::vector<Tensor>* RowSource() const override {
     return input_->RowSource();
+  }
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n <= 0) return n;  // empty, infinite or unknown stays so
+    return count_ < 0 ? kInfiniteCardinality : n * count_;
   }
 
  private:

@@ -91,6 +91,7 @@ class ShuffleNode : public DatasetNode {
   const std::vector<Tensor>* RowSource() const override {
     return input_->RowSource();
   }
+  int64_t Cardinality() const override { return input_->Cardinality(); }
 
  private:
   NodePtr input_;

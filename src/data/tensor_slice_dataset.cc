@@ -55,6 +55,7 @@ class TensorSliceNode : public DatasetNode {
                                                  components_[0].dim_size(0));
   }
   const std::vector<Tensor>* RowSource() const override { return &components_; }
+  int64_t Cardinality() const override { return components_[0].dim_size(0); }
 
  private:
   std::vector<Tensor> components_;
