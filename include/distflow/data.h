@@ -99,6 +99,12 @@ struct CsvTable {
 absl::StatusOr<CsvTable> ReadCsv(const std::string& path,
                                  const CsvOptions& options = CsvOptions());
 
+// The vectors `columns` side by side as a matrix [n, columns.size()], such as
+// the feature columns of a CsvTable. INVALID_ARGUMENT naming the column whose
+// dtype or shape differs from column 0's, for a column that is not a vector,
+// or for a dtype without fixed-size elements (string, resource).
+absl::StatusOr<Tensor> StackColumns(const std::vector<Tensor>& columns);
+
 // ---- Datasets ----
 
 // One example or batch: one tensor per component (such as image and label).
@@ -138,7 +144,9 @@ class Iterator {
 };
 
 // A recipe for a stream of elements, in the manner of tf.data: an immutable
-// value, cheap to copy, that builds iterators. Transformations return new
+// value, cheap to copy, that builds iterators. Its methods may be called from
+// any thread; iterators made on several threads run independently (a Map
+// function must then tolerate concurrent calls). Transformations return new
 // datasets. An invalid argument does not fail at once: the dataset carries the
 // first error (status()) through later transformations, and MakeIterator
 // returns it, as a Scope carries graph-building errors.

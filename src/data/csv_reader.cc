@@ -1,5 +1,6 @@
 // CSV files of numbers, parsed into one typed vector per column.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -169,6 +170,37 @@ absl::StatusOr<CsvTable> ReadCsv(const std::string& path,
   for (const Column& column : columns)
     table.columns.push_back(column.ToTensor());
   return table;
+}
+
+absl::StatusOr<Tensor> StackColumns(const std::vector<Tensor>& columns) {
+  if (columns.empty()) {
+    return absl::InvalidArgumentError(
+        "StackColumns: expected at least one column, got none");
+  }
+  const Tensor& first = columns[0];
+  const size_t element_bytes = DataTypeSize(first.dtype());
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const Tensor& t = columns[c];
+    if (t.dims() != 1 || t.dtype() != first.dtype() ||
+        t.dim_size(0) != first.dim_size(0) || element_bytes == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "StackColumns: column ", c, " is ", t.TypeString(), " and column 0 ",
+          first.TypeString(),
+          "; expected vectors of one fixed-size dtype and one length"));
+    }
+  }
+  const int64_t n = first.dim_size(0);
+  const int64_t k = static_cast<int64_t>(columns.size());
+  Tensor out = Tensor::Uninitialized(first.dtype(), TensorShape({n, k}));
+  char* to = static_cast<char*>(out.raw_data());
+  for (int64_t c = 0; c < k; ++c) {
+    const char* from = static_cast<const char*>(columns[c].raw_data());
+    for (int64_t r = 0; r < n; ++r) {
+      std::memcpy(to + (r * k + c) * element_bytes, from + r * element_bytes,
+                  element_bytes);
+    }
+  }
+  return out;
 }
 
 }  // namespace data

@@ -114,6 +114,22 @@ TEST_F(CsvReaderTest, ColumnTypesMustMatchTheFile) {
               HasSubstr("column_types[0] is string; expected float32"));
 }
 
+TEST(StackColumnsTest, PutsColumnsSideBySide) {
+  absl::StatusOr<Tensor> m = StackColumns(
+      {Tensor::Vector<float>({1, 2, 3}), Tensor::Vector<float>({4, 5, 6})});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->Equals(Tensor::Matrix<float>({{1, 4}, {2, 5}, {3, 6}})));
+  EXPECT_THAT(StackColumns({Tensor::Vector<float>({1, 2}),
+                            Tensor::Vector<int32_t>({1, 2})})
+                  .status()
+                  .message(),
+              HasSubstr("column 1 is int32[2] and column 0 float32[2]"));
+  EXPECT_FALSE(
+      StackColumns({Tensor::Vector<float>({1, 2}), Tensor::Vector<float>({1})})
+          .ok());
+  EXPECT_FALSE(StackColumns({}).ok());
+}
+
 TEST_F(CsvReaderTest, MissingFileIsNotFound) {
   const std::string path = dir_ + "/nope.csv";
   absl::StatusOr<CsvTable> table = ReadCsv(path);

@@ -77,7 +77,7 @@ absl::StatusOr<std::optional<Element>> Iterator::GetNext() {
     done_ = true;
     return std::nullopt;
   }
-  return element;
+  return std::optional<Element>(std::move(element));
 }
 
 Dataset::Dataset(std::shared_ptr<const internal::DatasetNode> node,
