@@ -9,6 +9,11 @@ namespace distflow {
 void RegisterArrayKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
+void RegisterActivationKernels(KernelRegistry* registry);
+void RegisterSoftmaxKernels(KernelRegistry* registry);
+void RegisterXentKernels(KernelRegistry* registry);
+void RegisterConvKernels(KernelRegistry* registry);
+void RegisterPoolingKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
 
 }  // namespace distflow

@@ -6,6 +6,11 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterArrayKernels(registry);
   RegisterControlKernels(registry);
   RegisterMathKernels(registry);
+  RegisterActivationKernels(registry);
+  RegisterSoftmaxKernels(registry);
+  RegisterXentKernels(registry);
+  RegisterConvKernels(registry);
+  RegisterPoolingKernels(registry);
   RegisterStateKernels(registry);
 }
 

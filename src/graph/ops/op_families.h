@@ -17,6 +17,8 @@ inline void AddOp(OpRegistry* registry, OpDefBuilder builder) {
 void RegisterArrayOps(OpRegistry* registry);
 void RegisterControlOps(OpRegistry* registry);
 void RegisterMathOps(OpRegistry* registry);
+void RegisterNnOps(OpRegistry* registry);
+void RegisterConvOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
 
 }  // namespace distflow

@@ -7,6 +7,8 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterArrayOps(registry);
   RegisterControlOps(registry);
   RegisterMathOps(registry);
+  RegisterNnOps(registry);
+  RegisterConvOps(registry);
   RegisterStateOps(registry);
 }
 
