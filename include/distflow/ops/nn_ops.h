@@ -53,7 +53,8 @@ CrossEntropyOutputs SparseSoftmaxCrossEntropyWithLogits(const Scope& scope,
                                                         const Input& logits,
                                                         const Input& labels);
 // Cross-entropy between softmax(logits) and the distributions `labels` (both
-// [N, C]; rows of labels normally sum to 1).
+// [N, C]). backprop is softmax(logits) - labels: the gradient when each row of
+// labels sums to 1, as for probability distributions.
 CrossEntropyOutputs SoftmaxCrossEntropyWithLogits(const Scope& scope,
                                                   const Input& logits,
                                                   const Input& labels);
