@@ -19,6 +19,11 @@ void RegisterCwiseBinaryKernels(KernelRegistry* registry);
 void RegisterCwiseUnaryKernels(KernelRegistry* registry);
 void RegisterReductionKernels(KernelRegistry* registry);
 void RegisterMatMulKernels(KernelRegistry* registry);
+void RegisterActivationKernels(KernelRegistry* registry);
+void RegisterSoftmaxKernels(KernelRegistry* registry);
+void RegisterXentKernels(KernelRegistry* registry);
+void RegisterConvKernels(KernelRegistry* registry);
+void RegisterPoolingKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
 
 }  // namespace distflow
