@@ -168,12 +168,23 @@ absl::Status GatherGrad(const Scope& s, const Operation& op,
   return s.status();
 }
 
-// Each data element receives the gradient of the segment it was added to.
-// Negative (dropped) ids are outside Gather's range and fail the step.
+// Each data element receives the gradient of the segment it was added to;
+// elements with a negative (dropped) id receive zeros.
 absl::Status UnsortedSegmentSumGrad(const Scope& s, const Operation& op,
                                     const std::vector<Output>& dy,
                                     std::vector<Gradient>* dx) {
-  (*dx)[0] = ops::Gather(s, dy[0], OpInput(op, 1));
+  const Output data = OpInput(op, 0);
+  const Output ids = OpInput(op, 1);
+  const Output gathered = ops::Gather(s, dy[0], ops::Maximum(s, ids, 0));
+  // The keep mask of the ids, with size-1 dimensions for data's trailing
+  // dimensions so that it broadcasts over them.
+  const Output extra =
+      ops::Reshape(s, ops::Sub(s, ops::Rank(s, data), ops::Rank(s, ids)), {1});
+  const Output mask_shape =
+      ops::Concat(s, {ops::Shape(s, ids), ops::Fill(s, extra, 1)}, 0);
+  const Output keep = ops::Reshape(
+      s, ops::Cast(s, ops::GreaterEqual(s, ids, 0), data.dtype()), mask_shape);
+  (*dx)[0] = ops::Mul(s, gathered, keep);
   return s.status();
 }
 

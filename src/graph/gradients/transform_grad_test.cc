@@ -131,8 +131,9 @@ TEST(GatherGradTest, OtherAxesAreDense) {
 TEST(GatherGradTest, UnsortedSegmentSum) {
   Scope s = Scope::NewRootScope();
   Output data = ops::Placeholder(s, DataType::kDouble);
+  // Id -1 drops its row: it gets no gradient.
   Output y = ops::UnsortedSegmentSum(
-      s, data, Tensor::Matrix<int32_t>({{1, 0}, {1, 3}}), 4);
+      s, data, Tensor::Matrix<int32_t>({{1, -1}, {1, 3}}), 4);
   EXPECT_LT(ErrorOf(s, data, Doubles({2, 2, 3}, 13), y), kTolerance);
 }
 
