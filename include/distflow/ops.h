@@ -8,6 +8,7 @@
 
 #include "distflow/ops/array_ops.h"
 #include "distflow/ops/math_ops.h"
+#include "distflow/ops/random_ops.h"
 #include "distflow/ops/nn_ops.h"
 #include "distflow/ops/state_ops.h"
 

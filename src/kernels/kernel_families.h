@@ -7,8 +7,18 @@
 namespace distflow {
 
 void RegisterArrayKernels(KernelRegistry* registry);
+void RegisterConcatSplitKernels(KernelRegistry* registry);
+void RegisterGatherKernels(KernelRegistry* registry);
+void RegisterRandomKernels(KernelRegistry* registry);
+void RegisterSliceKernels(KernelRegistry* registry);
+void RegisterTransposeKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
+// Called by RegisterMathKernels (kernels/math_kernels.cc), one per file.
+void RegisterCwiseBinaryKernels(KernelRegistry* registry);
+void RegisterCwiseUnaryKernels(KernelRegistry* registry);
+void RegisterReductionKernels(KernelRegistry* registry);
+void RegisterMatMulKernels(KernelRegistry* registry);
 void RegisterActivationKernels(KernelRegistry* registry);
 void RegisterSoftmaxKernels(KernelRegistry* registry);
 void RegisterXentKernels(KernelRegistry* registry);
