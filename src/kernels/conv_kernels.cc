@@ -186,7 +186,7 @@ class Conv2DOp : public ConvKernelBase {
             pd, dnnl::convolution_forward(pd),
             WeightsReorder::Make(HwioWeights(s), pd.weights_desc())};
       });
-      onednn::UseIntraOpThreads(ctx);
+      onednn::ExecutionScope execution(ctx);
       dnnl::stream stream(onednn::CpuEngine());
       dnnl::memory weights = onednn::MemoryOf(HwioWeights(s), filter);
       Tensor reordered;
@@ -255,7 +255,7 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
             pd, dnnl::convolution_backward_data(pd),
             WeightsReorder::Make(HwioWeights(s), pd.weights_desc())};
       });
-      onednn::UseIntraOpThreads(ctx);
+      onednn::ExecutionScope execution(ctx);
       dnnl::stream stream(onednn::CpuEngine());
       dnnl::memory weights = onednn::MemoryOf(HwioWeights(s), filter);
       Tensor reordered;
@@ -325,7 +325,7 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
             pd, dnnl::convolution_backward_weights(pd),
             WeightsReorder::Make(pd.diff_weights_desc(), HwioWeights(s))};
       });
-      onednn::UseIntraOpThreads(ctx);
+      onednn::ExecutionScope execution(ctx);
       dnnl::stream stream(onednn::CpuEngine());
       Tensor blocked;
       dnnl::memory result = onednn::MemoryOf(HwioWeights(s), *out);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -177,6 +178,35 @@ TEST_P(ConvTest, ForwardAndBothGradientsMatchNaiveLoops) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, ConvTest,
     ::testing::Range(0, static_cast<int>(std::size(kConvCases))));
+
+TEST(ConvConcurrencyTest, ConcurrentStepsOfSeveralShapesShareOneKernel) {
+  // One Conv2D node run by several steps at once, with batch sizes that need
+  // different cached primitives: every step must get its own right answer.
+  Scope s = Scope::NewRootScope();
+  Output px = ops::Placeholder(s, DataType::kFloat);
+  Output pf = ops::Placeholder(s, DataType::kFloat);
+  Output y = ops::Conv2D(s, px, pf, {1, 2, 2, 1}, "SAME");
+  auto session = ClientSession::Create(s, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  const Tensor f = RandomTensor<float>({3, 3, 4, 8}, 2);
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const ConvCase c{{t + 1, 9, 9, 4}, {3, 3, 4, 8}, 2, 2, "SAME"};
+      const Tensor x = RandomTensor<float>(*TensorShape::FromDims(c.input), t);
+      const Tensor g = RandomTensor<float>(ConvOutputShape(c, 8), 3);
+      const Tensor want = NaiveConv(c, x, f, g).output;
+      for (int i = 0; i < 10; ++i) {
+        auto got = (*session)->Run({{px, x}, {pf, f}}, {y});
+        if (!got.ok() || !AllClose<float>((*got)[0], want, 1e-4, 1e-4))
+          ++failures[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
+}
 
 TEST(ConvErrorTest, ShapeFunctionNamesMismatchedChannels) {
   Scope s = Scope::NewRootScope();

@@ -7,17 +7,31 @@
 namespace distflow {
 namespace onednn {
 
+namespace {
+ABSL_CONST_INIT absl::Mutex multi_threaded_execution(absl::kConstInit);
+}  // namespace
+
 const dnnl::engine& CpuEngine() {
   static const dnnl::engine* engine =
       new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
 }
 
-void UseIntraOpThreads(OpKernelContext* ctx) {
+// The lock is taken conditionally, which the analysis cannot follow.
+ExecutionScope::ExecutionScope(OpKernelContext* ctx)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // The OpenMP thread count is a per-thread setting: set it on every call, as
   // kernels run on whichever executor thread is free. Cheap when unchanged.
   const int threads = ctx->intra_op_pool()->NumThreads();
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  if (threads > 1) {
+    mu_ = &multi_threaded_execution;
+    mu_->Lock();
+  }
+}
+
+ExecutionScope::~ExecutionScope() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (mu_ != nullptr) mu_->Unlock();
 }
 
 absl::Status FromError(const std::string& op, const dnnl::error& e) {

@@ -28,9 +28,22 @@ namespace onednn {
 // The process's oneDNN CPU engine (created on first use; thread-safe).
 const dnnl::engine& CpuEngine();
 
-// Makes oneDNN primitives executed from the calling thread use as many
-// threads as `ctx`'s intra-op pool.
-void UseIntraOpThreads(OpKernelContext* ctx);
+// Held while a kernel executes oneDNN primitives: makes them use as many
+// OpenMP threads as `ctx`'s intra-op pool, and, when that is more than one,
+// runs them one at a time in the process. Each such execution already keeps
+// every intra-op thread busy, and two OpenMP teams sharing the cores spin at
+// their barriers waiting for each other, which costs far more than waiting
+// for the lock.
+class ExecutionScope {
+ public:
+  explicit ExecutionScope(OpKernelContext* ctx);
+  ~ExecutionScope();
+  ExecutionScope(const ExecutionScope&) = delete;
+  ExecutionScope& operator=(const ExecutionScope&) = delete;
+
+ private:
+  absl::Mutex* mu_ = nullptr;  // held if not null
+};
 
 // INTERNAL error naming `op` and what oneDNN reported.
 absl::Status FromError(const std::string& op, const dnnl::error& e);

@@ -132,7 +132,7 @@ class PoolOp : public PoolKernelBase {
             onednn::UserScratchpad(), onednn::CpuEngine());
         return ForwardEntry{pd, dnnl::pooling_forward(pd)};
       });
-      onednn::UseIntraOpThreads(ctx);
+      onednn::ExecutionScope execution(ctx);
       dnnl::stream stream(onednn::CpuEngine());
       Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
       e->pool.execute(
@@ -191,7 +191,7 @@ class MaxPoolGradOp : public PoolKernelBase {
         return BackwardEntry{fwd_pd, dnnl::pooling_forward(fwd_pd), pd,
                              dnnl::pooling_backward(pd)};
       });
-      onednn::UseIntraOpThreads(ctx);
+      onednn::ExecutionScope execution(ctx);
       dnnl::stream stream(onednn::CpuEngine());
       Tensor pooled = onednn::Allocate(e->fwd_pd.dst_desc());
       Tensor workspace = onednn::Allocate(e->fwd_pd.workspace_desc());
@@ -260,7 +260,7 @@ class AvgPoolGradOp : public PoolKernelBase {
         return BackwardEntry{fwd_pd, dnnl::pooling_forward(fwd_pd), pd,
                              dnnl::pooling_backward(pd)};
       });
-      onednn::UseIntraOpThreads(ctx);
+      onednn::ExecutionScope execution(ctx);
       dnnl::stream stream(onednn::CpuEngine());
       Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
       e->pool.execute(
