@@ -9,5 +9,6 @@
 #include "distflow/ops/array_ops.h"
 #include "distflow/ops/math_ops.h"
 #include "distflow/ops/state_ops.h"
+#include "distflow/ops/training_ops.h"
 
 #endif  // DISTFLOW_OPS_H_
