@@ -53,7 +53,8 @@ class ClusterSpec {
   // task.
   absl::StatusOr<std::string> TaskAddress(const std::string& job,
                                           int task_index) const;
-  // "/job:<job>/replica:0/task:<i>" for every task, jobs sorted, tasks in order.
+  // "/job:<job>/replica:0/task:<i>" for every task, jobs sorted, tasks in
+  // order.
   std::vector<std::string> TaskDeviceNames() const;
   // "ps: [a:1, b:2], worker: [c:3]"
   std::string DebugString() const;

@@ -9,6 +9,11 @@ namespace distflow {
 void RegisterArrayKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
+// Called by RegisterMathKernels (kernels/math_kernels.cc), one per file.
+void RegisterCwiseBinaryKernels(KernelRegistry* registry);
+void RegisterCwiseUnaryKernels(KernelRegistry* registry);
+void RegisterReductionKernels(KernelRegistry* registry);
+void RegisterMatMulKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
 void RegisterTrainingKernels(KernelRegistry* registry);
 

@@ -17,6 +17,8 @@ inline void AddOp(OpRegistry* registry, OpDefBuilder builder) {
 void RegisterArrayOps(OpRegistry* registry);
 void RegisterControlOps(OpRegistry* registry);
 void RegisterMathOps(OpRegistry* registry);
+// Called by RegisterMathOps (graph/ops/reduction_ops.cc).
+void RegisterReductionOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
 void RegisterTrainingOps(OpRegistry* registry);
 
