@@ -8,6 +8,8 @@
 
 #include "distflow/ops/array_ops.h"
 #include "distflow/ops/math_ops.h"
+#include "distflow/ops/random_ops.h"
+#include "distflow/ops/nn_ops.h"
 #include "distflow/ops/state_ops.h"
 #include "distflow/ops/training_ops.h"
 

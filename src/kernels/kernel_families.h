@@ -7,6 +7,11 @@
 namespace distflow {
 
 void RegisterArrayKernels(KernelRegistry* registry);
+void RegisterConcatSplitKernels(KernelRegistry* registry);
+void RegisterGatherKernels(KernelRegistry* registry);
+void RegisterRandomKernels(KernelRegistry* registry);
+void RegisterSliceKernels(KernelRegistry* registry);
+void RegisterTransposeKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
 // Called by RegisterMathKernels (kernels/math_kernels.cc), one per file.
@@ -14,6 +19,11 @@ void RegisterCwiseBinaryKernels(KernelRegistry* registry);
 void RegisterCwiseUnaryKernels(KernelRegistry* registry);
 void RegisterReductionKernels(KernelRegistry* registry);
 void RegisterMatMulKernels(KernelRegistry* registry);
+void RegisterActivationKernels(KernelRegistry* registry);
+void RegisterSoftmaxKernels(KernelRegistry* registry);
+void RegisterXentKernels(KernelRegistry* registry);
+void RegisterConvKernels(KernelRegistry* registry);
+void RegisterPoolingKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
 void RegisterTrainingKernels(KernelRegistry* registry);
 

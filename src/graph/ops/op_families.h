@@ -15,10 +15,16 @@ inline void AddOp(OpRegistry* registry, OpDefBuilder builder) {
 }
 
 void RegisterArrayOps(OpRegistry* registry);
+void RegisterConcatOps(OpRegistry* registry);
+void RegisterGatherOps(OpRegistry* registry);
+void RegisterRandomOps(OpRegistry* registry);
+void RegisterTransformOps(OpRegistry* registry);
 void RegisterControlOps(OpRegistry* registry);
 void RegisterMathOps(OpRegistry* registry);
 // Called by RegisterMathOps (graph/ops/reduction_ops.cc).
 void RegisterReductionOps(OpRegistry* registry);
+void RegisterNnOps(OpRegistry* registry);
+void RegisterConvOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
 void RegisterTrainingOps(OpRegistry* registry);
 

@@ -5,8 +5,14 @@ namespace distflow {
 
 void RegisterStandardOps(OpRegistry* registry) {
   RegisterArrayOps(registry);
+  RegisterConcatOps(registry);
+  RegisterGatherOps(registry);
+  RegisterRandomOps(registry);
+  RegisterTransformOps(registry);
   RegisterControlOps(registry);
   RegisterMathOps(registry);
+  RegisterNnOps(registry);
+  RegisterConvOps(registry);
   RegisterStateOps(registry);
   RegisterTrainingOps(registry);
 }
