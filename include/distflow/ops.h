@@ -11,5 +11,6 @@
 #include "distflow/ops/random_ops.h"
 #include "distflow/ops/nn_ops.h"
 #include "distflow/ops/state_ops.h"
+#include "distflow/ops/training_ops.h"
 
 #endif  // DISTFLOW_OPS_H_

@@ -17,6 +17,7 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterConvKernels(registry);
   RegisterPoolingKernels(registry);
   RegisterStateKernels(registry);
+  RegisterTrainingKernels(registry);
 }
 
 }  // namespace distflow

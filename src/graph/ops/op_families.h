@@ -26,6 +26,7 @@ void RegisterReductionOps(OpRegistry* registry);
 void RegisterNnOps(OpRegistry* registry);
 void RegisterConvOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
+void RegisterTrainingOps(OpRegistry* registry);
 
 }  // namespace distflow
 

@@ -14,6 +14,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterNnOps(registry);
   RegisterConvOps(registry);
   RegisterStateOps(registry);
+  RegisterTrainingOps(registry);
 }
 
 }  // namespace distflow
