@@ -2,6 +2,7 @@
 #ifndef DISTFLOW_DISTFLOW_H_
 #define DISTFLOW_DISTFLOW_H_
 
+#include "distflow/cluster.h"
 #include "distflow/ops.h"
 #include "distflow/scope.h"
 #include "distflow/session.h"
