@@ -35,6 +35,9 @@ Output Shape(const Scope& scope, const Input& input,
 Output Reshape(const Scope& scope, const Input& input, const Input& shape);
 // A tensor of shape `dims` (a vector) filled with scalar `value`.
 Output Fill(const Scope& scope, const Input& dims, const Input& value);
+// Zeros (ones) of the shape and type of `x`.
+Output ZerosLike(const Scope& scope, const Input& x);
+Output OnesLike(const Scope& scope, const Input& x);
 Output Zeros(const Scope& scope, const TensorShape& shape,
              DataType dtype = DataType::kFloat);
 Output Ones(const Scope& scope, const TensorShape& shape,
