@@ -4,6 +4,7 @@
 
 #include "distflow/cluster.h"
 #include "distflow/ops.h"
+#include "distflow/partitioned_variable.h"
 #include "distflow/replica_device_setter.h"
 #include "distflow/scope.h"
 #include "distflow/session.h"
