@@ -7,6 +7,11 @@
 namespace distflow {
 
 void RegisterArrayKernels(KernelRegistry* registry);
+void RegisterConcatSplitKernels(KernelRegistry* registry);
+void RegisterGatherKernels(KernelRegistry* registry);
+void RegisterRandomKernels(KernelRegistry* registry);
+void RegisterSliceKernels(KernelRegistry* registry);
+void RegisterTransposeKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);

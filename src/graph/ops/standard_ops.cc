@@ -5,6 +5,10 @@ namespace distflow {
 
 void RegisterStandardOps(OpRegistry* registry) {
   RegisterArrayOps(registry);
+  RegisterConcatOps(registry);
+  RegisterGatherOps(registry);
+  RegisterRandomOps(registry);
+  RegisterTransformOps(registry);
   RegisterControlOps(registry);
   RegisterMathOps(registry);
   RegisterStateOps(registry);
