@@ -11,6 +11,7 @@ GradRegistry* GradRegistry::Global() {
     RegisterArrayGradients(r);
     RegisterMathGradients(r);
     RegisterStateGradients(r);
+    RegisterEmbeddingGradients(r);
     return r;
   }();
   return registry;

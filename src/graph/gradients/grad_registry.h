@@ -72,6 +72,7 @@ Output OpInput(const Operation& op, int index);
 void RegisterArrayGradients(GradRegistry* r);
 void RegisterMathGradients(GradRegistry* r);
 void RegisterStateGradients(GradRegistry* r);
+void RegisterEmbeddingGradients(GradRegistry* r);
 
 }  // namespace distflow
 
