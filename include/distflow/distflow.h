@@ -3,6 +3,7 @@
 #define DISTFLOW_DISTFLOW_H_
 
 #include "distflow/cluster.h"
+#include "distflow/data.h"
 #include "distflow/ops.h"
 #include "distflow/partitioned_variable.h"
 #include "distflow/replica_device_setter.h"

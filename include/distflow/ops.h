@@ -10,6 +10,7 @@
 #include "distflow/ops/embedding_ops.h"
 #include "distflow/ops/math_ops.h"
 #include "distflow/ops/random_ops.h"
+#include "distflow/ops/nn_ops.h"
 #include "distflow/ops/state_ops.h"
 
 #endif  // DISTFLOW_OPS_H_

@@ -14,6 +14,16 @@ void RegisterSliceKernels(KernelRegistry* registry);
 void RegisterTransposeKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
+// Called by RegisterMathKernels (kernels/math_kernels.cc), one per file.
+void RegisterCwiseBinaryKernels(KernelRegistry* registry);
+void RegisterCwiseUnaryKernels(KernelRegistry* registry);
+void RegisterReductionKernels(KernelRegistry* registry);
+void RegisterMatMulKernels(KernelRegistry* registry);
+void RegisterActivationKernels(KernelRegistry* registry);
+void RegisterSoftmaxKernels(KernelRegistry* registry);
+void RegisterXentKernels(KernelRegistry* registry);
+void RegisterConvKernels(KernelRegistry* registry);
+void RegisterPoolingKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
 void RegisterEmbeddingKernels(KernelRegistry* registry);
 

@@ -11,6 +11,11 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterTransposeKernels(registry);
   RegisterControlKernels(registry);
   RegisterMathKernels(registry);
+  RegisterActivationKernels(registry);
+  RegisterSoftmaxKernels(registry);
+  RegisterXentKernels(registry);
+  RegisterConvKernels(registry);
+  RegisterPoolingKernels(registry);
   RegisterStateKernels(registry);
   RegisterEmbeddingKernels(registry);
 }

@@ -10,6 +10,7 @@ GradRegistry* GradRegistry::Global() {
     auto* r = new GradRegistry;
     RegisterArrayGradients(r);
     RegisterMathGradients(r);
+    RegisterNnGradients(r);
     RegisterStateGradients(r);
     RegisterEmbeddingGradients(r);
     return r;

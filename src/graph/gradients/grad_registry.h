@@ -71,6 +71,7 @@ Output OpInput(const Operation& op, int index);
 // One function per family file (graph/gradients/<family>_grad.cc).
 void RegisterArrayGradients(GradRegistry* r);
 void RegisterMathGradients(GradRegistry* r);
+void RegisterNnGradients(GradRegistry* r);
 void RegisterStateGradients(GradRegistry* r);
 void RegisterEmbeddingGradients(GradRegistry* r);
 

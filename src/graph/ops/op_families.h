@@ -21,6 +21,10 @@ void RegisterRandomOps(OpRegistry* registry);
 void RegisterTransformOps(OpRegistry* registry);
 void RegisterControlOps(OpRegistry* registry);
 void RegisterMathOps(OpRegistry* registry);
+// Called by RegisterMathOps (graph/ops/reduction_ops.cc).
+void RegisterReductionOps(OpRegistry* registry);
+void RegisterNnOps(OpRegistry* registry);
+void RegisterConvOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
 void RegisterEmbeddingOps(OpRegistry* registry);
 

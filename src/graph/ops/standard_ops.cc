@@ -11,6 +11,8 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterTransformOps(registry);
   RegisterControlOps(registry);
   RegisterMathOps(registry);
+  RegisterNnOps(registry);
+  RegisterConvOps(registry);
   RegisterStateOps(registry);
   RegisterEmbeddingOps(registry);
 }

@@ -1,0 +1,74 @@
+#include "examples/fashion_mnist/model.h"
+
+#include "distflow/layers.h"
+#include "distflow/train/optimizer.h"
+
+namespace fashion_mnist {
+
+namespace df = distflow;
+using df::Activation;
+
+namespace {
+
+// 784-256-128-10 with ReLUs: the MLP of the dataset's benchmark table.
+df::Output Mlp(const df::Scope& s, const df::Output& images, int64_t seed) {
+  auto hidden1 = df::layers::Dense(s, images, 256, Activation::kRelu,
+                                   {.seed = seed, .name = "hidden1"});
+  auto hidden2 = df::layers::Dense(s, hidden1, 128, Activation::kRelu,
+                                   {.seed = seed + 1, .name = "hidden2"});
+  return df::layers::Dense(s, hidden2, 10, Activation::kNone,
+                           {.seed = seed + 2, .name = "logits"});
+}
+
+// Two 5x5 convolutions (32 and 64 filters) each followed by 2x2 max pooling, a
+// 1024-unit dense layer and dropout: TensorFlow's layers-tutorial network.
+df::Output Cnn(const df::Scope& s, const df::Output& images,
+               const df::Output& dropout_rate, int64_t seed) {
+  auto x = df::ops::Reshape(s, images, {-1, 28, 28, 1});
+  x = df::layers::Conv2D(s, x, 32, 5, Activation::kRelu,
+                         {.seed = seed, .name = "conv1"});
+  x = df::layers::MaxPool2D(s, x, 2, 2);
+  x = df::layers::Conv2D(s, x, 64, 5, Activation::kRelu,
+                         {.seed = seed + 1, .name = "conv2"});
+  x = df::layers::MaxPool2D(s, x, 2, 2);
+  x = df::layers::Flatten(s, x);
+  x = df::layers::Dense(s, x, 1024, Activation::kRelu,
+                        {.seed = seed + 2, .name = "dense"});
+  x = df::layers::Dropout(s, x, dropout_rate, seed + 3);
+  return df::layers::Dense(s, x, 10, Activation::kNone,
+                           {.seed = seed + 4, .name = "logits"});
+}
+
+}  // namespace
+
+absl::StatusOr<Model> BuildModel(const df::Scope& scope,
+                                 const ModelOptions& options) {
+  if (options.model != "mlp" && options.model != "cnn") {
+    return absl::InvalidArgumentError("--model must be mlp or cnn, got '" +
+                                      options.model + "'");
+  }
+  Model m;
+  m.images = df::ops::Placeholder(scope.WithOpName("images"),
+                                  df::DataType::kFloat, {-1, 784});
+  m.labels = df::ops::Placeholder(scope.WithOpName("labels"),
+                                  df::DataType::kInt32, {-1});
+  m.dropout_rate = df::ops::Placeholder(scope.WithOpName("dropout_rate"),
+                                        df::DataType::kFloat, {});
+  m.logits = options.model == "mlp"
+                 ? Mlp(scope, m.images, options.seed)
+                 : Cnn(scope, m.images, m.dropout_rate, options.seed);
+  m.loss = df::losses::SparseSoftmaxCrossEntropy(scope.WithOpName("loss"),
+                                                 m.labels, m.logits);
+  m.accuracy = df::metrics::Accuracy(scope.WithOpName("accuracy"), m.labels,
+                                     m.logits);
+  m.global_step = df::train::GetOrCreateGlobalStep(scope);
+  df::train::AdamOptimizer adam(options.learning_rate);
+  auto train = adam.Minimize(scope, m.loss, m.global_step);
+  if (!train.ok()) return train.status();
+  m.train = *train;
+  m.init = df::ops::GlobalVariablesInitializer(scope);
+  if (!scope.ok()) return scope.status();
+  return m;
+}
+
+}  // namespace fashion_mnist

@@ -1,0 +1,40 @@
+// The two Fashion-MNIST networks of the examples and benchmarks, and the graph
+// that trains and evaluates them.
+#ifndef DISTFLOW_EXAMPLES_FASHION_MNIST_MODEL_H_
+#define DISTFLOW_EXAMPLES_FASHION_MNIST_MODEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "distflow/distflow.h"
+
+namespace fashion_mnist {
+
+struct ModelOptions {
+  std::string model = "mlp";  // "mlp" (784-256-128-10) or "cnn"
+  float learning_rate = 0.001f;
+  float dropout_rate = 0.4f;  // cnn only, while training
+  int64_t seed = 1;
+};
+
+// The nodes a training loop feeds and runs.
+struct Model {
+  distflow::Output images;        // float32 [batch, 784], fed
+  distflow::Output labels;        // int32 [batch], fed
+  distflow::Output dropout_rate;  // float32 scalar, fed (0 to evaluate)
+  distflow::Output logits;
+  distflow::Output loss;      // mean cross entropy of the batch
+  distflow::Output accuracy;  // fraction of the batch predicted right
+  distflow::Output global_step;
+  distflow::Operation train;  // one Adam step; increments global_step
+  distflow::Operation init;   // initializes every variable
+};
+
+// Builds the model in `scope` (its device function places the variables).
+absl::StatusOr<Model> BuildModel(const distflow::Scope& scope,
+                                 const ModelOptions& options);
+
+}  // namespace fashion_mnist
+
+#endif  // DISTFLOW_EXAMPLES_FASHION_MNIST_MODEL_H_

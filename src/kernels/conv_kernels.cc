@@ -1,0 +1,366 @@
+// Conv2D and its two gradient ops on oneDNN. Tensors stay NHWC (images) and
+// HWIO (filters); oneDNN picks its preferred filter layout, and the filter is
+// reordered into it (or out of it) on each step. Primitives and reorders are
+// built once per shape and cached in the kernel.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "graph/ops/window_geometry.h"
+#include "kernels/kernel_families.h"
+#include "kernels/onednn_util.h"
+
+namespace distflow {
+namespace {
+
+using dnnl::memory;
+using Tag = dnnl::memory::format_tag;
+
+// The sizes of one convolution.
+struct ConvShape {
+  int64_t n, h, w, c;  // input
+  int64_t kh, kw, o;   // filter (its input channels are c)
+  WindowOutput out;    // output rows and columns, with padding
+};
+
+// A shape held by an int32 vector of 4 sizes (input_sizes, filter_sizes).
+absl::StatusOr<TensorShape> ShapeFromTensor(const std::string& op,
+                                            const std::string& what,
+                                            const Tensor& t) {
+  if (t.dtype() != DataType::kInt32 || t.dims() != 1 || t.dim_size(0) != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": ", what, " must be an int32 vector of 4 sizes, got ",
+        t.TypeString()));
+  }
+  std::vector<int64_t> dims(t.data<int32_t>(), t.data<int32_t>() + 4);
+  return TensorShape::FromDims(dims);
+}
+
+class ConvKernelBase : public OpKernel {
+ public:
+  explicit ConvKernelBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    std::vector<int64_t> strides, dilations;
+    std::string padding, format;
+    ctx->SetStatus(ctx->GetAttr("strides", &strides));
+    ctx->SetStatus(ctx->GetAttr("dilations", &dilations));
+    ctx->SetStatus(ctx->GetAttr("padding", &padding));
+    ctx->SetStatus(ctx->GetAttr("data_format", &format));
+    if (!ctx->status().ok()) return;
+    if (format != "NHWC") {
+      ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
+          type(), ": only data_format NHWC is supported, got ", format)));
+    }
+    ctx->SetStatus(
+        GetSpatialPair("strides", strides, &window_.sh, &window_.sw));
+    ctx->SetStatus(
+        GetSpatialPair("dilations", dilations, &window_.dh, &window_.dw));
+    auto p = ParsePadding(padding);
+    ctx->SetStatus(p.status());
+    if (p.ok()) window_.padding = *p;
+  }
+
+ protected:
+  // The geometry of convolving `input` by `filter`, or INVALID_ARGUMENT naming
+  // both shapes.
+  absl::StatusOr<ConvShape> Geometry(const TensorShape& input,
+                                     const TensorShape& filter) const {
+    if (input.dims() != 4 || filter.dims() != 4 ||
+        input.dim_size(3) != filter.dim_size(2)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          type(),
+          " needs input [N, H, W, C] and filter [KH, KW, C, O] with "
+          "the same C, got input ",
+          input.DebugString(), " and filter ", filter.DebugString()));
+    }
+    ConvShape s;
+    s.n = input.dim_size(0);
+    s.h = input.dim_size(1);
+    s.w = input.dim_size(2);
+    s.c = input.dim_size(3);
+    s.kh = filter.dim_size(0);
+    s.kw = filter.dim_size(1);
+    s.o = filter.dim_size(3);
+    Window2D w = window_;
+    w.kh = s.kh;
+    w.kw = s.kw;
+    auto out = ComputeWindowOutput(w, s.h, s.w);
+    if (!out.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(type(), " of input ", input.DebugString(), " by filter ",
+                       filter.DebugString(), ": ", out.status().message()));
+    }
+    s.out = *out;
+    return s;
+  }
+
+  TensorShape OutputShape(const ConvShape& s) const {
+    return TensorShape({s.n, s.out.rows.out, s.out.cols.out, s.o});
+  }
+
+  absl::Status CheckOutBackprop(const ConvShape& s, const Tensor& g) const {
+    if (g.shape() == OutputShape(s)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        type(), ": out_backprop has shape ", g.shape().DebugString(),
+        " but the convolution's output has shape ",
+        OutputShape(s).DebugString()));
+  }
+
+  static std::vector<int64_t> Key(const ConvShape& s) {
+    return {s.n, s.h, s.w, s.c, s.kh, s.kw, s.o};
+  }
+
+  // The forward descriptor (weights and the rest in `weights_tag` / NHWC).
+  dnnl::convolution_forward::desc ForwardDesc(const ConvShape& s,
+                                              dnnl::prop_kind kind) const {
+    return dnnl::convolution_forward::desc(
+        kind, dnnl::algorithm::convolution_direct,
+        onednn::NhwcDesc(s.n, s.c, s.h, s.w), AnyWeights(s),
+        onednn::NhwcDesc(s.n, s.o, s.out.rows.out, s.out.cols.out),
+        {window_.sh, window_.sw}, {window_.dh - 1, window_.dw - 1},
+        {s.out.rows.pad_before, s.out.cols.pad_before},
+        {s.out.rows.pad_after, s.out.cols.pad_after});
+  }
+
+  static memory::desc AnyWeights(const ConvShape& s) {
+    return memory::desc({s.o, s.c, s.kh, s.kw}, memory::data_type::f32,
+                        Tag::any);
+  }
+  // The filter as the user holds it: [KH, KW, C, O].
+  static memory::desc HwioWeights(const ConvShape& s) {
+    return memory::desc({s.o, s.c, s.kh, s.kw}, memory::data_type::f32,
+                        Tag::hwio);
+  }
+
+  const Window2D& window() const { return window_; }
+
+ private:
+  Window2D window_;
+};
+
+// A reorder between the user's filter layout and the primitive's, when they
+// differ.
+struct WeightsReorder {
+  bool needed = false;
+  dnnl::reorder reorder;
+  static WeightsReorder Make(const memory::desc& from, const memory::desc& to) {
+    WeightsReorder r;
+    if (from != to) {
+      r.needed = true;
+      r.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+          onednn::CpuEngine(), from, onednn::CpuEngine(), to));
+    }
+    return r;
+  }
+};
+
+struct ForwardEntry {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward conv;
+  WeightsReorder weights;
+};
+
+class Conv2DOp : public ConvKernelBase {
+ public:
+  using ConvKernelBase::ConvKernelBase;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
+    auto shape = Geometry(input.shape(), filter.shape());
+    DF_OP_REQUIRES_OK(ctx, shape.status());
+    const ConvShape& s = *shape;
+    Tensor* out = ctx->allocate_output(0, DataType::kFloat, OutputShape(s));
+    if (out->NumElements() == 0) return;
+    if (input.NumElements() == 0 || filter.NumElements() == 0) {
+      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
+      return;
+    }
+    try {
+      const ForwardEntry* e = cache_.Get(Key(s), [&] {
+        auto pd = dnnl::convolution_forward::primitive_desc(
+            ForwardDesc(s, dnnl::prop_kind::forward_inference),
+            onednn::UserScratchpad(), onednn::CpuEngine());
+        return ForwardEntry{
+            pd, dnnl::convolution_forward(pd),
+            WeightsReorder::Make(HwioWeights(s), pd.weights_desc())};
+      });
+      onednn::UseIntraOpThreads(ctx);
+      dnnl::stream stream(onednn::CpuEngine());
+      dnnl::memory weights = onednn::MemoryOf(HwioWeights(s), filter);
+      Tensor reordered;
+      if (e->weights.needed) {
+        reordered = onednn::Allocate(e->pd.weights_desc());
+        dnnl::memory to = onednn::MemoryOf(e->pd.weights_desc(), reordered);
+        e->weights.reorder.execute(stream, weights, to);
+        weights = to;
+      }
+      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
+      e->conv.execute(
+          stream, {{DNNL_ARG_SRC, onednn::MemoryOf(e->pd.src_desc(), input)},
+                   {DNNL_ARG_WEIGHTS, weights},
+                   {DNNL_ARG_DST, onednn::MemoryOf(e->pd.dst_desc(), *out)},
+                   {DNNL_ARG_SCRATCHPAD,
+                    onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
+      stream.wait();
+    } catch (const dnnl::error& err) {
+      ctx->SetStatus(onednn::FromError(type(), err));
+    }
+  }
+
+ private:
+  onednn::PrimitiveCache<ForwardEntry> cache_;
+};
+
+struct BackwardDataEntry {
+  dnnl::convolution_backward_data::primitive_desc pd;
+  dnnl::convolution_backward_data conv;
+  WeightsReorder weights;
+};
+
+class Conv2DBackpropInputOp : public ConvKernelBase {
+ public:
+  using ConvKernelBase::ConvKernelBase;
+  void Compute(OpKernelContext* ctx) override {
+    auto input_shape = ShapeFromTensor(type(), "input_sizes", ctx->input(0));
+    DF_OP_REQUIRES_OK(ctx, input_shape.status());
+    const Tensor& filter = ctx->input(1);
+    const Tensor& grad = ctx->input(2);
+    auto shape = Geometry(*input_shape, filter.shape());
+    DF_OP_REQUIRES_OK(ctx, shape.status());
+    const ConvShape& s = *shape;
+    DF_OP_REQUIRES_OK(ctx, CheckOutBackprop(s, grad));
+    Tensor* out = ctx->allocate_output(0, DataType::kFloat, *input_shape);
+    if (out->NumElements() == 0) return;
+    if (grad.NumElements() == 0 || filter.NumElements() == 0) {
+      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
+      return;
+    }
+    try {
+      const BackwardDataEntry* e = cache_.Get(Key(s), [&] {
+        auto hint = dnnl::convolution_forward::primitive_desc(
+            ForwardDesc(s, dnnl::prop_kind::forward_training),
+            onednn::CpuEngine());
+        auto pd = dnnl::convolution_backward_data::primitive_desc(
+            dnnl::convolution_backward_data::desc(
+                dnnl::algorithm::convolution_direct,
+                onednn::NhwcDesc(s.n, s.c, s.h, s.w), AnyWeights(s),
+                onednn::NhwcDesc(s.n, s.o, s.out.rows.out, s.out.cols.out),
+                {window().sh, window().sw}, {window().dh - 1, window().dw - 1},
+                {s.out.rows.pad_before, s.out.cols.pad_before},
+                {s.out.rows.pad_after, s.out.cols.pad_after}),
+            onednn::UserScratchpad(), onednn::CpuEngine(), hint);
+        return BackwardDataEntry{
+            pd, dnnl::convolution_backward_data(pd),
+            WeightsReorder::Make(HwioWeights(s), pd.weights_desc())};
+      });
+      onednn::UseIntraOpThreads(ctx);
+      dnnl::stream stream(onednn::CpuEngine());
+      dnnl::memory weights = onednn::MemoryOf(HwioWeights(s), filter);
+      Tensor reordered;
+      if (e->weights.needed) {
+        reordered = onednn::Allocate(e->pd.weights_desc());
+        dnnl::memory to = onednn::MemoryOf(e->pd.weights_desc(), reordered);
+        e->weights.reorder.execute(stream, weights, to);
+        weights = to;
+      }
+      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
+      e->conv.execute(
+          stream,
+          {{DNNL_ARG_DIFF_DST, onednn::MemoryOf(e->pd.diff_dst_desc(), grad)},
+           {DNNL_ARG_WEIGHTS, weights},
+           {DNNL_ARG_DIFF_SRC, onednn::MemoryOf(e->pd.diff_src_desc(), *out)},
+           {DNNL_ARG_SCRATCHPAD,
+            onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
+      stream.wait();
+    } catch (const dnnl::error& err) {
+      ctx->SetStatus(onednn::FromError(type(), err));
+    }
+  }
+
+ private:
+  onednn::PrimitiveCache<BackwardDataEntry> cache_;
+};
+
+struct BackwardWeightsEntry {
+  dnnl::convolution_backward_weights::primitive_desc pd;
+  dnnl::convolution_backward_weights conv;
+  WeightsReorder weights;  // from the primitive's layout to HWIO
+};
+
+class Conv2DBackpropFilterOp : public ConvKernelBase {
+ public:
+  using ConvKernelBase::ConvKernelBase;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    auto filter_shape = ShapeFromTensor(type(), "filter_sizes", ctx->input(1));
+    DF_OP_REQUIRES_OK(ctx, filter_shape.status());
+    const Tensor& grad = ctx->input(2);
+    auto shape = Geometry(input.shape(), *filter_shape);
+    DF_OP_REQUIRES_OK(ctx, shape.status());
+    const ConvShape& s = *shape;
+    DF_OP_REQUIRES_OK(ctx, CheckOutBackprop(s, grad));
+    Tensor* out = ctx->allocate_output(0, DataType::kFloat, *filter_shape);
+    if (out->NumElements() == 0) return;
+    if (grad.NumElements() == 0 || input.NumElements() == 0) {
+      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
+      return;
+    }
+    try {
+      const BackwardWeightsEntry* e = cache_.Get(Key(s), [&] {
+        auto hint = dnnl::convolution_forward::primitive_desc(
+            ForwardDesc(s, dnnl::prop_kind::forward_training),
+            onednn::CpuEngine());
+        auto pd = dnnl::convolution_backward_weights::primitive_desc(
+            dnnl::convolution_backward_weights::desc(
+                dnnl::algorithm::convolution_direct,
+                onednn::NhwcDesc(s.n, s.c, s.h, s.w), AnyWeights(s),
+                onednn::NhwcDesc(s.n, s.o, s.out.rows.out, s.out.cols.out),
+                {window().sh, window().sw}, {window().dh - 1, window().dw - 1},
+                {s.out.rows.pad_before, s.out.cols.pad_before},
+                {s.out.rows.pad_after, s.out.cols.pad_after}),
+            onednn::UserScratchpad(), onednn::CpuEngine(), hint);
+        return BackwardWeightsEntry{
+            pd, dnnl::convolution_backward_weights(pd),
+            WeightsReorder::Make(pd.diff_weights_desc(), HwioWeights(s))};
+      });
+      onednn::UseIntraOpThreads(ctx);
+      dnnl::stream stream(onednn::CpuEngine());
+      Tensor blocked;
+      dnnl::memory result = onednn::MemoryOf(HwioWeights(s), *out);
+      dnnl::memory diff_weights = result;
+      if (e->weights.needed) {
+        blocked = onednn::Allocate(e->pd.diff_weights_desc());
+        diff_weights = onednn::MemoryOf(e->pd.diff_weights_desc(), blocked);
+      }
+      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
+      e->conv.execute(
+          stream,
+          {{DNNL_ARG_SRC, onednn::MemoryOf(e->pd.src_desc(), input)},
+           {DNNL_ARG_DIFF_DST, onednn::MemoryOf(e->pd.diff_dst_desc(), grad)},
+           {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+           {DNNL_ARG_SCRATCHPAD,
+            onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
+      if (e->weights.needed) {
+        e->weights.reorder.execute(stream, diff_weights, result);
+      }
+      stream.wait();
+    } catch (const dnnl::error& err) {
+      ctx->SetStatus(onednn::FromError(type(), err));
+    }
+  }
+
+ private:
+  onednn::PrimitiveCache<BackwardWeightsEntry> cache_;
+};
+
+}  // namespace
+
+void RegisterConvKernels(KernelRegistry* r) {
+  RegisterCpuKernel<Conv2DOp>(r, "Conv2D");
+  RegisterCpuKernel<Conv2DBackpropInputOp>(r, "Conv2DBackpropInput");
+  RegisterCpuKernel<Conv2DBackpropFilterOp>(r, "Conv2DBackpropFilter");
+}
+
+}  // namespace distflow

@@ -1,0 +1,81 @@
+// What the oneDNN-based kernels (convolution, pooling) share: the CPU engine,
+// per-shape caches of primitives, threading, and error conversion.
+//
+// Debian's oneDNN runs its primitives on OpenMP threads. Kernels call
+// UseIntraOpThreads before executing a primitive so that oneDNN uses as many
+// threads as the session's intra-op pool, not one per core regardless.
+#ifndef DISTFLOW_KERNELS_ONEDNN_UTIL_H_
+#define DISTFLOW_KERNELS_ONEDNN_UTIL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "distflow/tensor.h"
+#include "dnnl.hpp"
+#include "kernels/op_kernel.h"
+
+namespace distflow {
+namespace onednn {
+
+// The process's oneDNN CPU engine (created on first use; thread-safe).
+const dnnl::engine& CpuEngine();
+
+// Makes oneDNN primitives executed from the calling thread use as many
+// threads as `ctx`'s intra-op pool.
+void UseIntraOpThreads(OpKernelContext* ctx);
+
+// INTERNAL error naming `op` and what oneDNN reported.
+absl::Status FromError(const std::string& op, const dnnl::error& e);
+
+// The oneDNN descriptor of an NHWC float tensor of logical shape [n, c, h, w].
+dnnl::memory::desc NhwcDesc(int64_t n, int64_t c, int64_t h, int64_t w);
+
+// A oneDNN memory over `t`'s buffer (not owned; `t` must outlive it).
+dnnl::memory MemoryOf(const dnnl::memory::desc& desc, const Tensor& t);
+
+// Attributes asking for a caller-provided scratchpad: each execution then
+// has its own, so one primitive can run on several threads at once.
+dnnl::primitive_attr UserScratchpad();
+
+// A buffer for `desc` (such as a scratchpad or a blocked weight layout).
+Tensor Allocate(const dnnl::memory::desc& desc);
+
+// Primitives built once per input shape and kept for the kernel's lifetime,
+// so that training steps reuse them. Entries are immutable once built, and a
+// oneDNN primitive may execute on several threads at once (the kernels give
+// each execution its own scratchpad), so Get needs the lock only to find or
+// insert.
+template <typename Entry>
+class PrimitiveCache {
+ public:
+  using Key = std::vector<int64_t>;
+  // The entry for `key`, built by `make` on first use. `make` may throw
+  // dnnl::error; the caller converts it.
+  const Entry* Get(const Key& key, const std::function<Entry()>& make) {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return it->second.get();
+    auto entry = std::make_unique<Entry>(make());
+    const Entry* result = entry.get();
+    entries_.emplace(key, std::move(entry));
+    return result;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<Key, std::unique_ptr<Entry>> entries_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace onednn
+}  // namespace distflow
+
+#endif  // DISTFLOW_KERNELS_ONEDNN_UTIL_H_
