@@ -8,7 +8,6 @@
 #include "distflow/replica_device_setter.h"
 #include "distflow/session.h"
 #include "gmock/gmock.h"
-#include "graph/gradients/grad_registry.h"
 #include "graph/graph.h"
 #include "gtest/gtest.h"
 
@@ -54,23 +53,6 @@ std::vector<Tensor> ModShards(int n, std::vector<int64_t>* rows) {
         *Tensor::FromValues<float>(TensorShape({count, kCols}), values));
   }
   return shards;
-}
-
-// Gather's own gradient belongs to the array ops; where it is not registered
-// yet, this stand-in (the rows' gradients as IndexedSlices over params, for
-// vector indices along axis 0) lets the lookup's gradient path be checked.
-void EnsureGatherGradient() {
-  GradRegistry* registry = GradRegistry::Global();
-  if (registry->Lookup("Gather").ok()) return;
-  absl::Status s =
-      registry->Register("Gather", [](const Scope& scope, const Operation& op,
-                                      const std::vector<Output>& grads,
-                                      std::vector<Gradient>* dx) {
-        (*dx)[0] = IndexedSlices{OpInput(op, 1), grads[0],
-                                 ops::Shape(scope, OpInput(op, 0))};
-        return absl::OkStatus();
-      });
-  ASSERT_TRUE(s.ok()) << s;
 }
 
 const std::vector<int64_t> kIds = {0, 9, 3, 3, 7, 1, 5, 9, 2};
@@ -173,7 +155,6 @@ TEST(EmbeddingLookupTest, GathersRunBesideTheirShards) {
 }
 
 TEST(EmbeddingLookupTest, GradientPerShardIsSparseOverTheLookedUpRows) {
-  EnsureGatherGradient();
   for (const std::string strategy : {"mod", "div"}) {
     Scope s = Scope::NewRootScope();
     PartitionedVariable table(s, "emb", Table(), 3);

@@ -122,21 +122,14 @@ absl::Status PartitionIdsShape(InferenceContext* c) {
 }  // namespace
 
 void RegisterEmbeddingOps(OpRegistry* r) {
-  {
-    OpDefBuilder b("DynamicPartition");
-    b.Input("data", "T")
-        .Input("partitions", DataType::kInt32)
-        .TypeAttr("T")
-        .IntAttr("num_partitions", 1)
-        .Summary("Splits data into num_partitions tensors by partition.")
-        .SetShapeFn(DynamicPartitionShape);
-    OpDef def = std::move(b).Build();
-    // A list output: one tensor per partition.
-    def.outputs.push_back(
-        ArgDef{"outputs", DataType::kInvalid, "T", "num_partitions"});
-    absl::Status s = r->Register(std::move(def));
-    DF_CHECK(s.ok()) << s;
-  }
+  AddOp(r, OpDefBuilder("DynamicPartition")
+               .Input("data", "T")
+               .Input("partitions", DataType::kInt32)
+               .OutputList("outputs", "T", "num_partitions")
+               .TypeAttr("T")
+               .IntAttr("num_partitions", 1)
+               .Summary("Splits data into num_partitions tensors by partition.")
+               .SetShapeFn(DynamicPartitionShape));
   {
     OpDefBuilder b("DynamicStitch");
     b.Output("merged", "T")
