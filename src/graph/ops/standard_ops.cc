@@ -15,6 +15,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterConvOps(registry);
   RegisterStateOps(registry);
   RegisterTrainingOps(registry);
+  RegisterEmbeddingOps(registry);
 }
 
 }  // namespace distflow
