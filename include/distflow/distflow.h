@@ -4,6 +4,8 @@
 
 #include "distflow/cluster.h"
 #include "distflow/data.h"
+#include "distflow/gradients.h"
+#include "distflow/layers.h"
 #include "distflow/ops.h"
 #include "distflow/partitioned_variable.h"
 #include "distflow/replica_device_setter.h"
