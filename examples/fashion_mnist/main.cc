@@ -47,8 +47,8 @@ absl::StatusOr<double> Evaluate(df::ClientSession* session,
 }
 
 absl::Status Train(const Flags& flags) {
-  auto train_data = df::data::LoadFashionMnist(flags.data_dir,
-                                               df::data::Split::kTrain);
+  auto train_data =
+      df::data::LoadFashionMnist(flags.data_dir, df::data::Split::kTrain);
   if (!train_data.ok()) return train_data.status();
   auto test_data =
       df::data::LoadFashionMnist(flags.data_dir, df::data::Split::kTest);
@@ -71,9 +71,8 @@ absl::Status Train(const Flags& flags) {
   const int64_t n = train_data->images.dim_size(0);
   const int64_t epochs =
       flags.epochs > 0 ? flags.epochs : (flags.model.model == "mlp" ? 30 : 12);
-  const int64_t steps = flags.train_steps > 0
-                            ? flags.train_steps
-                            : epochs * (n / flags.batch_size);
+  const int64_t steps = flags.train_steps > 0 ? flags.train_steps
+                                              : epochs * (n / flags.batch_size);
   auto dataset =
       df::data::Dataset::FromTensors({train_data->images, train_data->labels})
           .Shuffle(n, flags.model.seed)
@@ -96,9 +95,8 @@ absl::Status Train(const Flags& flags) {
     if (step % flags.log_every == 0 || step == steps) {
       const auto now = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(now - last).count();
-      const int64_t done = step % flags.log_every == 0
-                               ? flags.log_every
-                               : step % flags.log_every;
+      const int64_t done = step % flags.log_every == 0 ? flags.log_every
+                                                       : step % flags.log_every;
       std::fprintf(stderr, "step %lld/%lld  loss %.4f  %.0f examples/sec\n",
                    static_cast<long long>(step), static_cast<long long>(steps),
                    (*out)[0].scalar<float>(), done * flags.batch_size / secs);

@@ -71,8 +71,8 @@ absl::StatusOr<Model> BuildModel(const df::Scope& scope,
                  : Cnn(scope, m.images, m.dropout_rate, options.seed);
   m.loss = df::losses::SparseSoftmaxCrossEntropy(scope.WithOpName("loss"),
                                                  m.labels, m.logits);
-  m.accuracy = df::metrics::Accuracy(scope.WithOpName("accuracy"), m.labels,
-                                     m.logits);
+  m.accuracy =
+      df::metrics::Accuracy(scope.WithOpName("accuracy"), m.labels, m.logits);
   df::ops::Variable global_step = df::train::GetOrCreateGlobalStep(scope);
   m.global_step = global_step;
   df::train::AdamOptimizer adam(options.learning_rate);

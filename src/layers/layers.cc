@@ -35,23 +35,24 @@ int64_t LastDim(const Scope& scope, const Output& x, const std::string& layer) {
                         ? -1
                         : shape.dim_size(shape.dims() - 1);
   if (d < 0) {
-    scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
-        "layer ", layer, ": the last dimension of its input ", x.name(),
-        " must be known to size the weights, got shape ",
-        shape.DebugString())));
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("layer ", layer, ": the last dimension of its input ",
+                     x.name(), " must be known to size the weights, got shape ",
+                     shape.DebugString())));
   }
   return d;
 }
 
 // The layer's weights: Glorot-uniform kernel and zero bias.
 ops::Variable Kernel(const Scope& s, const TensorShape& shape, int64_t seed) {
-  return ops::Variable(s.WithOpName("kernel"),
-                       ops::GlorotUniform(s.WithOpName("kernel_init"), shape,
-                                          seed));
+  return ops::Variable(
+      s.WithOpName("kernel"),
+      ops::GlorotUniform(s.WithOpName("kernel_init"), shape, seed));
 }
 ops::Variable Bias(const Scope& s, int64_t units) {
-  return ops::Variable(s.WithOpName("bias"),
-                       ops::Zeros(s.WithOpName("bias_init"), TensorShape({units})));
+  return ops::Variable(
+      s.WithOpName("bias"),
+      ops::Zeros(s.WithOpName("bias_init"), TensorShape({units})));
 }
 
 }  // namespace
@@ -77,12 +78,11 @@ Output Conv2D(const Scope& scope, const Input& x, int64_t filters,
   if (!s.ok()) return Output();
   const int64_t channels = LastDim(s, in, options.name);
   if (channels < 0) return Output();
-  ops::Variable kernel = Kernel(
-      s, TensorShape({kernel_size, kernel_size, channels, filters}),
-      options.seed);
-  Output y = ops::Conv2D(s, in, kernel,
-                         {1, options.strides, options.strides, 1},
-                         options.padding);
+  ops::Variable kernel =
+      Kernel(s, TensorShape({kernel_size, kernel_size, channels, filters}),
+             options.seed);
+  Output y = ops::Conv2D(
+      s, in, kernel, {1, options.strides, options.strides, 1}, options.padding);
   if (options.use_bias) y = ops::BiasAdd(s, y, Bias(s, filters));
   return Activate(s, y, activation);
 }
@@ -125,8 +125,8 @@ Output Embedding(const Scope& scope, const Input& ids, int64_t vocabulary,
   ops::Variable table(
       s.WithOpName("embeddings"),
       ops::RandomUniformInitializer(s.WithOpName("embeddings_init"),
-                                    TensorShape({vocabulary, dim}), -0.05,
-                                    0.05, options.seed));
+                                    TensorShape({vocabulary, dim}), -0.05, 0.05,
+                                    options.seed));
   // The lookup runs beside the table, so that only the rows looked up leave
   // the task holding it.
   return ops::Gather(s.ColocateWith(table.handle().op()), table, ids);

@@ -8,6 +8,7 @@
 #include "distflow/train/global_step.h"
 #include "distflow/train/optimizers.h"
 #include "gmock/gmock.h"
+#include "graph/graph.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
 
@@ -17,21 +18,21 @@ namespace {
 using ::testing::HasSubstr;
 
 // Runs the initializers, then fetches `fetches`.
-std::vector<Tensor> InitAndRun(const Scope& s, const std::vector<Output>& fetches,
+std::vector<Tensor> InitAndRun(const Scope& s,
+                               const std::vector<Output>& fetches,
                                const ClientSession::FeedDict& feeds = {}) {
   auto session = ClientSession::Create(s);
   EXPECT_TRUE(session.ok()) << session.status();
-  EXPECT_TRUE((*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  EXPECT_TRUE(
+      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
   auto out = (*session)->Run(feeds, fetches);
   EXPECT_TRUE(out.ok()) << out.status();
   return out.ok() ? *out : std::vector<Tensor>();
 }
 
 Output VariableNamed(const Scope& s, const std::string& name) {
-  for (Node* n : s.graph()->nodes()) {
-    if (n->name() == name) return Output(n, 0);
-  }
-  return Output();
+  Node* n = s.graph()->FindNode(name);
+  return n == nullptr ? Output() : Output(n, 0);
 }
 
 TEST(DenseTest, ComputesActivationOfAffineMap) {
@@ -49,7 +50,7 @@ TEST(DenseTest, ComputesActivationOfAffineMap) {
   auto out = InitAndRun(s, {y, kernel, bias});
   ASSERT_EQ(out.size(), 3u);
   const Tensor& w = out[1];
-  const Tensor& xv = *test::RunOne(s, x);
+  const Tensor xv = *test::RunOne(s, x);
   for (int i = 0; i < 2; ++i) {
     for (int j = 0; j < 2; ++j) {
       double sum = out[2].flat<float>()[j];
@@ -79,8 +80,8 @@ TEST(Conv2DLayerTest, MatchesANaiveConvolution) {
   Scope s = Scope::NewRootScope();
   std::vector<float> pixels(16);
   for (int i = 0; i < 16; ++i) pixels[i] = 0.1f * i - 0.5f;
-  auto x = ops::Const(s, test::MakeTensor<float>(TensorShape({1, 4, 4, 1}),
-                                                 pixels));
+  auto x =
+      ops::Const(s, test::MakeTensor<float>(TensorShape({1, 4, 4, 1}), pixels));
   layers::Conv2DOptions options;
   options.name = "conv";
   auto y = layers::Conv2D(s, x, 2, 3, Activation::kNone, options);
@@ -192,8 +193,8 @@ TEST(LossesTest, MeanSquaredErrorAveragesEveryElement) {
 
 TEST(MetricsTest, AccuracyCountsRowsWhoseArgMaxIsTheLabel) {
   Scope s = Scope::NewRootScope();
-  auto logits = ops::Const(
-      s, Tensor::Matrix<float>({{1, 2}, {3, 0}, {0, 9}, {5, 4}}));
+  auto logits =
+      ops::Const(s, Tensor::Matrix<float>({{1, 2}, {3, 0}, {0, 9}, {5, 4}}));
   auto labels = ops::Const(s, Tensor::Vector<int32_t>({1, 0, 0, 0}));
   auto out = test::RunOne(s, metrics::Accuracy(s, labels, logits));
   ASSERT_TRUE(out.ok()) << out.status();
@@ -216,9 +217,8 @@ TEST(TrainingTest, SmallNetworkLearnsASeparableProblem) {
   o1.seed = 1;
   o2.name = "out";
   o2.seed = 2;
-  auto logits = layers::Dense(
-      s, layers::Dense(s, x, 16, Activation::kTanh, o1), 2,
-      Activation::kNone, o2);
+  auto logits = layers::Dense(s, layers::Dense(s, x, 16, Activation::kTanh, o1),
+                              2, Activation::kNone, o2);
   auto loss = losses::SparseSoftmaxCrossEntropy(s, labels, logits);
   auto accuracy = metrics::Accuracy(s, labels, logits);
   auto step = train::GetOrCreateGlobalStep(s);
@@ -227,7 +227,8 @@ TEST(TrainingTest, SmallNetworkLearnsASeparableProblem) {
   ASSERT_TRUE(train_op.ok()) << train_op.status();
   auto session = ClientSession::Create(s);
   ASSERT_TRUE(session.ok());
-  ASSERT_TRUE((*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  ASSERT_TRUE(
+      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
   for (int i = 0; i < 200; ++i) {
     ASSERT_TRUE((*session)->RunTargets({*train_op}).ok());
   }

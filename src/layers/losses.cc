@@ -39,8 +39,8 @@ namespace metrics {
 Output Accuracy(const Scope& scope, const Input& labels, const Input& logits) {
   Output predicted = ops::ArgMax(scope, logits, 1);
   Output truth = ops::Cast(scope, labels, DataType::kInt64);
-  Output right = ops::Cast(scope, ops::Equal(scope, predicted, truth),
-                           DataType::kFloat);
+  Output right =
+      ops::Cast(scope, ops::Equal(scope, predicted, truth), DataType::kFloat);
   return ops::Mean(scope, right, 0);
 }
 
