@@ -135,7 +135,9 @@ absl::Status GatherGrad(const Scope& s, const Operation& op,
         "gradient of Gather '", op.name(), "' along axis ", axis,
         " needs the rank of params, which is unknown; give params a shape"));
   }
-  const Output shape = ops::Shape(s, params);
+  // The shape is read beside params (a variable's value, on a ps task in a
+  // distributed graph): only the few bytes of the shape cross the network.
+  const Output shape = ops::Shape(s.ColocateWith(params.op()), params);
   const Output flat_indices = ops::Reshape(s, indices, {-1});
   if (axis == 0 || axis == -rank) {
     const Output inner = ops::Slice(s, shape, {1}, {-1});
