@@ -10,6 +10,7 @@ void RegisterArrayKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
+void RegisterSendRecvKernels(KernelRegistry* registry);
 
 }  // namespace distflow
 

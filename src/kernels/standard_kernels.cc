@@ -7,6 +7,7 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterControlKernels(registry);
   RegisterMathKernels(registry);
   RegisterStateKernels(registry);
+  RegisterSendRecvKernels(registry);
 }
 
 }  // namespace distflow

@@ -18,6 +18,7 @@ void RegisterArrayOps(OpRegistry* registry);
 void RegisterControlOps(OpRegistry* registry);
 void RegisterMathOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
+void RegisterSendRecvOps(OpRegistry* registry);
 
 }  // namespace distflow
 

@@ -8,6 +8,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterControlOps(registry);
   RegisterMathOps(registry);
   RegisterStateOps(registry);
+  RegisterSendRecvOps(registry);
 }
 
 }  // namespace distflow
