@@ -2,7 +2,10 @@
 #ifndef DISTFLOW_DISTFLOW_H_
 #define DISTFLOW_DISTFLOW_H_
 
+#include "distflow/cluster.h"
 #include "distflow/ops.h"
+#include "distflow/partitioned_variable.h"
+#include "distflow/replica_device_setter.h"
 #include "distflow/scope.h"
 #include "distflow/session.h"
 #include "distflow/tensor.h"

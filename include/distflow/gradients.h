@@ -1,6 +1,7 @@
 // Automatic differentiation: adding the ops that compute gradients to a graph.
 //
-//   auto grads = Gradients(scope, {loss}, {w, b});   // d loss / d w, d loss / d b
+//   auto grads = Gradients(scope, {loss}, {w, b});   // d loss / d w, d loss /
+//   d b
 //
 // Gradients are graph ops like any other: run them in a session. The gradient
 // of an input reached only through a row lookup (Gather, an embedding) is

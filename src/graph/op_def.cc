@@ -43,6 +43,12 @@ OpDefBuilder& OpDefBuilder::Output(std::string name, DataType type) {
   def_.outputs.push_back(ArgDef{std::move(name), type, "", ""});
   return *this;
 }
+OpDefBuilder& OpDefBuilder::OutputList(std::string name, std::string type_attr,
+                                       std::string number_attr) {
+  def_.outputs.push_back(ArgDef{std::move(name), DataType::kInvalid,
+                                std::move(type_attr), std::move(number_attr)});
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::TypeAttr(std::string name,
                                      std::vector<DataType> allowed) {
   AttrDef a;

@@ -69,6 +69,9 @@ class OpDefBuilder {
                           std::string number_attr);
   OpDefBuilder& Output(std::string name, std::string type_attr);
   OpDefBuilder& Output(std::string name, DataType type);
+  // A list output: `number_attr` tensors, all of type attribute `type_attr`.
+  OpDefBuilder& OutputList(std::string name, std::string type_attr,
+                           std::string number_attr);
   // A type attribute limited to `allowed` (all types if empty).
   OpDefBuilder& TypeAttr(std::string name, std::vector<DataType> allowed = {});
   // A required attribute of kind `type`.

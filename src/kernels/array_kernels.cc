@@ -141,6 +141,22 @@ class FillOp : public OpKernel {
   }
 };
 
+// ZerosLike and OnesLike: x's shape and type filled with kValue.
+template <int kValue>
+class FillLikeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out = ctx->allocate_output(0, x.dtype(), x.shape());
+    DF_OP_REQUIRES_OK(ctx, VisitNumericType(x.dtype(), [&](auto tag) {
+                        using T = typename decltype(tag)::type;
+                        for (T& v : out->flat<T>()) v = static_cast<T>(kValue);
+                        return absl::OkStatus();
+                      }));
+  }
+};
+
 }  // namespace
 
 void RegisterArrayKernels(KernelRegistry* r) {
@@ -150,6 +166,8 @@ void RegisterArrayKernels(KernelRegistry* r) {
   RegisterCpuKernel<ShapeOp>(r, "Shape");
   RegisterCpuKernel<ReshapeOp>(r, "Reshape");
   RegisterCpuKernel<FillOp>(r, "Fill");
+  RegisterCpuKernel<FillLikeOp<0>>(r, "ZerosLike");
+  RegisterCpuKernel<FillLikeOp<1>>(r, "OnesLike");
 }
 
 }  // namespace distflow

@@ -7,10 +7,16 @@
 namespace distflow {
 
 void RegisterArrayKernels(KernelRegistry* registry);
+void RegisterConcatSplitKernels(KernelRegistry* registry);
+void RegisterGatherKernels(KernelRegistry* registry);
+void RegisterRandomKernels(KernelRegistry* registry);
+void RegisterSliceKernels(KernelRegistry* registry);
+void RegisterTransposeKernels(KernelRegistry* registry);
 void RegisterControlKernels(KernelRegistry* registry);
 void RegisterMathKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
 void RegisterSendRecvKernels(KernelRegistry* registry);
+void RegisterEmbeddingKernels(KernelRegistry* registry);
 
 }  // namespace distflow
 

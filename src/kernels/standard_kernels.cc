@@ -4,10 +4,16 @@ namespace distflow {
 
 void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterArrayKernels(registry);
+  RegisterConcatSplitKernels(registry);
+  RegisterGatherKernels(registry);
+  RegisterRandomKernels(registry);
+  RegisterSliceKernels(registry);
+  RegisterTransposeKernels(registry);
   RegisterControlKernels(registry);
   RegisterMathKernels(registry);
   RegisterStateKernels(registry);
   RegisterSendRecvKernels(registry);
+  RegisterEmbeddingKernels(registry);
 }
 
 }  // namespace distflow

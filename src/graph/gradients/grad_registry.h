@@ -12,24 +12,30 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "base/logging.h"
 #include "distflow/gradients.h"
 #include "distflow/scope.h"
+#include "graph/attr_value.h"
+#include "graph/graph.h"
 
 namespace distflow {
 
 // grad_outputs[i] is the dense gradient with respect to op.output(i) (zeros of
 // its shape when no differentiated output depends on it).
-using GradFunc = std::function<absl::Status(
-    const Scope& scope, const Operation& op,
-    const std::vector<Output>& grad_outputs, std::vector<Gradient>* grad_inputs)>;
+using GradFunc =
+    std::function<absl::Status(const Scope& scope, const Operation& op,
+                               const std::vector<Output>& grad_outputs,
+                               std::vector<Gradient>* grad_inputs)>;
 
 class GradRegistry {
  public:
-  // The registry holding every standard gradient (registered on first use).
-  // Not for registration after first use.
+  // The process-wide registry holding every standard gradient (registered on
+  // first use). Users may register gradients of their own ops in it.
+  // Thread-safe.
   static GradRegistry* Global();
 
   // ALREADY_EXISTS if `op` already has a gradient (or is marked as having
@@ -39,12 +45,14 @@ class GradRegistry {
   // such as Shape or ArgMax.
   absl::Status RegisterNoGradient(const std::string& op);
 
-  // The gradient function of `op`; nullptr if the op is not differentiable;
-  // NOT_FOUND naming the op if it has no registration.
-  absl::StatusOr<const GradFunc*> Lookup(const std::string& op) const;
+  // The gradient function of `op`; an empty function if the op is not
+  // differentiable; NOT_FOUND naming the op if it has no registration.
+  absl::StatusOr<GradFunc> Lookup(const std::string& op) const;
 
  private:
-  absl::flat_hash_map<std::string, GradFunc> funcs_;  // empty fn: none
+  mutable absl::Mutex mu_;
+  // An empty function marks an op without gradient.
+  absl::flat_hash_map<std::string, GradFunc> funcs_ ABSL_GUARDED_BY(mu_);
 };
 
 // Shorthands for the family files; a duplicate is a programming error.

@@ -109,6 +109,14 @@ void RegisterArrayOps(OpRegistry* r) {
                .TypeAttr("T")
                .TypeAttr("Tshape", {DataType::kInt32, DataType::kInt64})
                .SetShapeFn(ReshapeShape));
+  for (const char* name : {"ZerosLike", "OnesLike"}) {
+    AddOp(r, OpDefBuilder(name)
+                 .Input("x", "T")
+                 .Output("y", "T")
+                 .TypeAttr("T", kNumericTypes)
+                 .Summary("A tensor of x's shape and type filled with 0 (1).")
+                 .SetShapeFn(shape_fns::UnchangedShape));
+  }
   AddOp(r, OpDefBuilder("Fill")
                .Input("dims", "index_type")
                .Input("value", "T")
@@ -168,6 +176,19 @@ Output Reshape(const Scope& scope, const Input& input, const Input& shape) {
   return NodeBuilder(scope, "Reshape", "Reshape")
       .Input(AsOutput(scope, input))
       .Input(AsOutput(scope, shape))
+      .Finalize()
+      .output(0);
+}
+
+Output ZerosLike(const Scope& scope, const Input& x) {
+  return NodeBuilder(scope, "ZerosLike", "ZerosLike")
+      .Input(AsOutput(scope, x))
+      .Finalize()
+      .output(0);
+}
+Output OnesLike(const Scope& scope, const Input& x) {
+  return NodeBuilder(scope, "OnesLike", "OnesLike")
+      .Input(AsOutput(scope, x))
       .Finalize()
       .output(0);
 }

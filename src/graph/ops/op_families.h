@@ -15,10 +15,15 @@ inline void AddOp(OpRegistry* registry, OpDefBuilder builder) {
 }
 
 void RegisterArrayOps(OpRegistry* registry);
+void RegisterConcatOps(OpRegistry* registry);
+void RegisterGatherOps(OpRegistry* registry);
+void RegisterRandomOps(OpRegistry* registry);
+void RegisterTransformOps(OpRegistry* registry);
 void RegisterControlOps(OpRegistry* registry);
 void RegisterMathOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
 void RegisterSendRecvOps(OpRegistry* registry);
+void RegisterEmbeddingOps(OpRegistry* registry);
 
 }  // namespace distflow
 

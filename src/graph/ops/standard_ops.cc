@@ -5,10 +5,15 @@ namespace distflow {
 
 void RegisterStandardOps(OpRegistry* registry) {
   RegisterArrayOps(registry);
+  RegisterConcatOps(registry);
+  RegisterGatherOps(registry);
+  RegisterRandomOps(registry);
+  RegisterTransformOps(registry);
   RegisterControlOps(registry);
   RegisterMathOps(registry);
   RegisterStateOps(registry);
   RegisterSendRecvOps(registry);
+  RegisterEmbeddingOps(registry);
 }
 
 }  // namespace distflow
