@@ -216,3 +216,39 @@ TEST(DistributedRuntimeTest, ShutdownTaskEndsJoin) {
 
 }  // namespace
 }  // namespace distflow
+
+namespace distflow {
+namespace {
+
+// 600 MiB crosses from the ps to the worker (gRPC's default limit is 4 MiB;
+// the tensor goes as several chunks), and arrives intact: slices around the
+// chunk boundaries and at the end hold the values the ps made.
+TEST(DistributedRuntimeTest, SixHundredMiBTensorCrossesTasks) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  constexpr int32_t kElements = (600 << 20) / 4;
+  constexpr int32_t kChunkElements = (256 << 20) / 4;
+  Scope root = Scope::NewRootScope();
+  Output big = ops::Range(root.WithDevice("/job:ps/task:0").WithOpName("big"),
+                          0, kElements);
+  Scope worker = root.WithDevice("/job:worker/task:0");
+  Output boundary = ops::Slice(worker.WithOpName("boundary"), big,
+                               Tensor::Vector<int32_t>({kChunkElements - 2}),
+                               Tensor::Vector<int32_t>({4}));
+  Output tail = ops::Slice(worker.WithOpName("tail"), big,
+                           Tensor::Vector<int32_t>({kElements - 2}),
+                           Tensor::Vector<int32_t>({2}));
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok());
+  auto out = (*session)->Run({boundary, tail});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<int32_t>(),
+              ::testing::ElementsAre(kChunkElements - 2, kChunkElements - 1,
+                                     kChunkElements, kChunkElements + 1));
+  EXPECT_THAT((*out)[1].flat<int32_t>(),
+              ::testing::ElementsAre(kElements - 2, kElements - 1));
+}
+
+}  // namespace
+}  // namespace distflow
