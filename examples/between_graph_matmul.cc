@@ -1,8 +1,8 @@
 // Seed 000 in C++: between-graph replication with one ps and one worker.
 //
-//   between_graph_matmul --job_name=ps --task_index=0 \
+//   between_graph_matmul --job_name=ps --task_index=0
 //       --ps_hosts=localhost:2223 --worker_hosts=localhost:2222
-//   between_graph_matmul --job_name=worker --task_index=0 \
+//   between_graph_matmul --job_name=worker --task_index=0
 //       --ps_hosts=localhost:2223 --worker_hosts=localhost:2222 [--steps=200]
 //
 // The ps task serves until the job is done. The worker places the variables
