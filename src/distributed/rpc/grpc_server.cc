@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "distributed/local_master.h"
 #include "distributed/rpc/grpc_master_service.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/grpc_worker_service.h"
@@ -108,7 +109,7 @@ absl::Status GrpcServer::Start() {
     master_env.jobs[job] = static_cast<int>(tasks.size());
   }
   master_env.worker_cache = worker_cache_.get();
-  master_ = std::make_unique<Master>(std::move(master_env));
+  master_ = std::make_shared<Master>(std::move(master_env));
 
   worker_service_ = NewGrpcWorkerService(worker_.get());
   master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);
@@ -137,6 +138,7 @@ absl::Status GrpcServer::Start() {
     cluster_[job_name_][task_index_] = absl::StrCat(host_, ":", port_);
   }
   worker_cache_->SetCluster(cluster());
+  RegisterLocalMaster(target(), master_);
   return absl::OkStatus();
 }
 
@@ -178,6 +180,7 @@ absl::Status GrpcServer::Stop() {
     if (stopping_) return absl::OkStatus();
     stopping_ = true;
   }
+  if (server_ != nullptr) UnregisterLocalMaster(target());
   if (worker_ != nullptr) {
     worker_->AbortAllSteps(absl::CancelledError(
         absl::StrCat("task ", task_name_, " is stopping")));

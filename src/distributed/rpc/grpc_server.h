@@ -60,7 +60,8 @@ class GrpcServer : public Server {
   ClusterMap cluster_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<GrpcWorkerCache> worker_cache_;
   std::unique_ptr<Worker> worker_;
-  std::unique_ptr<Master> master_;
+  // Shared with sessions of this process that call it directly.
+  std::shared_ptr<Master> master_;
   std::unique_ptr<grpc::Service> worker_service_;
   std::unique_ptr<grpc::Service> master_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/tensor_coding.h"
+#include "distributed/local_master.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
 #include "proto/master.grpc.pb.h"
@@ -25,7 +26,8 @@ constexpr char kScheme[] = "grpc://";
 class GrpcSession : public Session {
  public:
   explicit GrpcSession(const std::string& target)
-      : address_(target.substr(sizeof(kScheme) - 1)),
+      : target_(target),
+        address_(target.substr(sizeof(kScheme) - 1)),
         stub_(proto::MasterService::NewStub(NewChannel(address_))) {}
   ~GrpcSession() override { (void)Close(); }
 
@@ -34,6 +36,9 @@ class GrpcSession : public Session {
     if (closed_)
       return absl::FailedPreconditionError("Extend on a closed session");
     if (handle_.empty()) return CreateLocked(graph);
+    if (auto master = FindLocalMaster(target_)) {
+      return master->ExtendSession(handle_, graph);
+    }
     proto::ExtendSessionRequest request;
     request.set_session_handle(handle_);
     *request.mutable_graph() = graph;
@@ -58,6 +63,10 @@ class GrpcSession : public Session {
         if (!s.ok()) return s;
       }
       request.set_session_handle(handle_);
+    }
+    if (auto master = FindLocalMaster(target_)) {
+      // The task's master is in this process: no RPC, no tensor copies.
+      return master->RunStep(request.session_handle(), feeds, fetches, targets);
     }
     for (const auto& [name, value] : feeds) {
       request.add_feed_name(name);
@@ -90,6 +99,9 @@ class GrpcSession : public Session {
       handle = handle_;
     }
     if (handle.empty()) return absl::OkStatus();
+    if (auto master = FindLocalMaster(target_)) {
+      return master->CloseSession(handle);
+    }
     proto::CloseSessionRequest request;
     request.set_session_handle(handle);
     proto::CloseSessionResponse response;
@@ -106,6 +118,11 @@ class GrpcSession : public Session {
   }
   absl::Status CreateLocked(const proto::GraphDef& graph)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (auto master = FindLocalMaster(target_)) {
+      auto handle = master->CreateSession(graph);
+      if (handle.ok()) handle_ = *handle;
+      return handle.status();
+    }
     proto::CreateSessionRequest request;
     *request.mutable_graph() = graph;
     proto::CreateSessionResponse response;
@@ -118,6 +135,7 @@ class GrpcSession : public Session {
     return s;
   }
 
+  const std::string target_;
   const std::string address_;
   const RpcDeadlines deadlines_;
   std::unique_ptr<proto::MasterService::Stub> stub_;
