@@ -6,6 +6,7 @@
 
 #include "distflow/distflow.h"
 #include "distflow/server.h"
+#include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -227,7 +228,8 @@ TEST(DistributedRuntimeTest, SixHundredMiBTensorCrossesTasks) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   constexpr int32_t kElements = (600 << 20) / 4;
-  constexpr int32_t kChunkElements = (256 << 20) / 4;
+  constexpr int32_t kChunkElements =
+      static_cast<int32_t>(kDefaultPushChunkBytes / 4);
   Scope root = Scope::NewRootScope();
   Output big = ops::Range(root.WithDevice("/job:ps/task:0").WithOpName("big"),
                           0, kElements);

@@ -26,9 +26,9 @@
 
 namespace distflow {
 
-// Bytes per PushTensor message: below gRPC's 2 GiB message limit, large
-// enough that per-message costs vanish.
-inline constexpr int64_t kDefaultPushChunkBytes = int64_t{256} << 20;
+// Bytes per PushTensor message: far below gRPC's 2 GiB message limit; gRPC
+// moves a stream of messages of a few MiB faster than one huge message.
+inline constexpr int64_t kDefaultPushChunkBytes = int64_t{4} << 20;
 
 // The messages that carry `value` under `key` in step `step_id`, in order.
 // Each buffer holds a reference to the tensor's buffer until gRPC releases
