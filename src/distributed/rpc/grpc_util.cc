@@ -8,6 +8,8 @@ namespace distflow {
 namespace {
 constexpr int kKeepaliveTimeMs = 2000;
 constexpr int kKeepaliveTimeoutMs = 5000;
+constexpr int kMaxFrameSize = (1 << 24) - 1;  // HTTP/2's largest
+constexpr int kLookaheadBytes = 64 << 20;
 }  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& s) {
@@ -54,6 +56,9 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   // Every pair of tasks gets its own connection (no sharing between the
   // master's and the worker's channels to one task).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Large tensors: big HTTP/2 frames and flow-control windows.
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, kMaxFrameSize);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kLookaheadBytes);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
                                    args);
 }
@@ -70,6 +75,9 @@ void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
   builder->AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, kMaxFrameSize);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                              kLookaheadBytes);
 }
 
 }  // namespace distflow
