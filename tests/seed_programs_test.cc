@@ -124,5 +124,31 @@ TEST(SeedProgramsTest, KilledPsGivesTheWorkerUnavailableNamingItsAddress) {
   EXPECT_THAT(worker0->Output(), HasSubstr(ps));
 }
 
+// A hung ps (stopped, its connections still open) is detected by keepalive
+// pings: the worker's step fails with UNAVAILABLE naming the ps's address
+// within seconds instead of waiting forever.
+TEST(SeedProgramsTest, HungPsGivesTheWorkerUnavailableWithinSeconds) {
+  const std::string ps = Hosts(1), workers = Hosts(1);
+  auto ps0 = Start("between_graph_matmul", "ps", 0, ps, workers);
+  auto worker0 = Start("between_graph_matmul", "worker", 0, ps, workers,
+                       {"--steps=100000000"});
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  while (worker0->Output().find("[[20]]") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_THAT(worker0->Output(), HasSubstr("[[20]]"));
+  ps0->Pause();
+  const auto start = std::chrono::steady_clock::now();
+  auto code = worker0->Wait(std::chrono::seconds(30));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ps0->Resume();
+  ASSERT_TRUE(code.has_value()) << "worker hung after the ps hung";
+  EXPECT_EQ(*code, 1);
+  EXPECT_THAT(worker0->Output(), HasSubstr("UNAVAILABLE"));
+  EXPECT_THAT(worker0->Output(), HasSubstr(ps));
+  EXPECT_LT(elapsed, std::chrono::seconds(20));
+}
+
 }  // namespace
 }  // namespace distflow

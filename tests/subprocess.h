@@ -94,6 +94,13 @@ class Subprocess {
       pid_ = -1;
     }
   }
+  // Freezes the process (as a hung task: its sockets stay open) or thaws it.
+  void Pause() {
+    if (pid_ > 0) kill(pid_, SIGSTOP);
+  }
+  void Resume() {
+    if (pid_ > 0) kill(pid_, SIGCONT);
+  }
   int pid() const { return pid_; }
   std::string Output() const {
     std::ifstream in(output_path_);
