@@ -169,7 +169,8 @@ struct StepCalls {
   struct Call {
     WorkerInterface* worker = nullptr;
     proto::RunGraphRequest request;
-    proto::RunGraphResponse response;
+    std::vector<Tensor> feeds;
+    std::vector<Tensor> fetches;
     proto::AbortStepRequest abort_request;
     proto::AbortStepResponse abort_response;
   };
@@ -224,30 +225,26 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
     call.request.set_incarnation(p.incarnation);
     call.request.set_step_id(step_id);
     call.request.set_num_fetches(num_fetches);
-    if (p.task == env_->task_name) {
-      for (const Tensor& arg : args) {
-        TensorToProto(arg, call.request.add_feed());
-      }
-    }
+    if (p.task == env_->task_name) call.feeds = args;
   }
   for (size_t i = 0; i < n; ++i) {
     StepCalls::Call& call = state->calls[i];
-    call.worker->RunGraphAsync(&call.request, &call.response,
-                               [state, step_id, n](const absl::Status& s) {
-                                 bool start_abort = false;
-                                 {
-                                   absl::MutexLock lock(&state->mu);
-                                   if (!s.ok() && state->first_error.ok())
-                                     state->first_error = s;
-                                   if (!s.ok() && !state->aborting) {
-                                     state->aborting = true;
-                                     start_abort = true;
-                                     state->aborts_pending = n;
-                                   }
-                                   --state->pending;
-                                 }
-                                 if (start_abort) AbortAll(state, step_id, s);
-                               });
+    call.worker->RunGraphWithTensorsAsync(
+        &call.request, std::move(call.feeds), &call.fetches,
+        [state, step_id, n](const absl::Status& s) {
+          bool start_abort = false;
+          {
+            absl::MutexLock lock(&state->mu);
+            if (!s.ok() && state->first_error.ok()) state->first_error = s;
+            if (!s.ok() && !state->aborting) {
+              state->aborting = true;
+              start_abort = true;
+              state->aborts_pending = n;
+            }
+            --state->pending;
+          }
+          if (start_abort) AbortAll(state, step_id, s);
+        });
   }
   absl::Status first_error;
   {
@@ -262,10 +259,11 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
 
   fetched->assign(num_fetches, Tensor());
   for (size_t i = 0; i < n; ++i) {
-    const auto& fetch = state->calls[i].response.fetch();
-    for (int j = 0; j < fetch.size() && j < num_fetches; ++j) {
-      if (fetch[j].dtype() == 0) continue;  // another partition's fetch
-      DF_ASSIGN_OR_RETURN((*fetched)[j], TensorFromProto(fetch[j]));
+    std::vector<Tensor>& fetches = state->calls[i].fetches;
+    for (int j = 0; j < static_cast<int>(fetches.size()) && j < num_fetches;
+         ++j) {
+      // Entries of other partitions' fetches are uninitialized.
+      if (fetches[j].IsInitialized()) (*fetched)[j] = std::move(fetches[j]);
     }
   }
   return absl::OkStatus();

@@ -137,27 +137,6 @@ void Worker::DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
 void Worker::RunGraphAsync(const proto::RunGraphRequest* request,
                            proto::RunGraphResponse* response,
                            StatusCallback done) {
-  const int64_t step_id = request->step_id();
-  if (request->incarnation() != 0 && request->incarnation() != incarnation_) {
-    done(absl::AbortedError(
-        absl::StrCat("task ", env_.task_name,
-                     " restarted since its graph was registered (incarnation ",
-                     request->incarnation(), ", now ", incarnation_,
-                     "); the graph must be registered again")));
-    return;
-  }
-  std::shared_ptr<Executor> executor;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = graphs_.find(request->graph_handle());
-    if (it != graphs_.end()) executor = it->second;
-  }
-  if (executor == nullptr) {
-    done(absl::AbortedError(absl::StrCat(
-        "task ", env_.task_name, " has no graph '", request->graph_handle(),
-        "' (the task restarted or the session closed); register it again")));
-    return;
-  }
   std::vector<Tensor> args;
   for (const proto::TensorProto& feed : request->feed()) {
     auto value = TensorFromProto(feed);
@@ -167,33 +146,80 @@ void Worker::RunGraphAsync(const proto::RunGraphRequest* request,
     }
     args.push_back(std::move(*value));
   }
+  RunGraphImpl(*request, std::move(args),
+               [response, done = std::move(done)](absl::Status s,
+                                                  std::vector<Tensor> retvals) {
+                 if (s.ok()) {
+                   for (const Tensor& value : retvals) {
+                     proto::TensorProto* out = response->add_fetch();
+                     if (value.IsInitialized()) TensorToProto(value, out);
+                   }
+                 }
+                 done(s);
+               });
+}
+
+void Worker::RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
+                                      std::vector<Tensor> feeds,
+                                      std::vector<Tensor>* fetches,
+                                      StatusCallback done) {
+  RunGraphImpl(*request, std::move(feeds),
+               [fetches, done = std::move(done)](absl::Status s,
+                                                 std::vector<Tensor> retvals) {
+                 if (s.ok()) *fetches = std::move(retvals);
+                 done(s);
+               });
+}
+
+void Worker::RunGraphImpl(
+    const proto::RunGraphRequest& request, std::vector<Tensor> args,
+    std::function<void(absl::Status, std::vector<Tensor>)> done) {
+  const int64_t step_id = request.step_id();
+  if (request.incarnation() != 0 && request.incarnation() != incarnation_) {
+    done(absl::AbortedError(absl::StrCat(
+             "task ", env_.task_name,
+             " restarted since its graph was registered (incarnation ",
+             request.incarnation(), ", now ", incarnation_,
+             "); the graph must be registered again")),
+         {});
+    return;
+  }
+  std::shared_ptr<Executor> executor;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = graphs_.find(request.graph_handle());
+    if (it != graphs_.end()) executor = it->second;
+  }
+  if (executor == nullptr) {
+    done(absl::AbortedError(absl::StrCat(
+             "task ", env_.task_name, " has no graph '", request.graph_handle(),
+             "' (the task restarted or the session closed); register it "
+             "again")),
+         {});
+    return;
+  }
   absl::Status status;
   std::shared_ptr<Step> step = FindOrCreateStep(step_id, &status);
   if (step == nullptr) {
-    done(status);
+    done(status, {});
     return;
   }
   auto frame =
-      std::make_shared<RunCallFrame>(std::move(args), request->num_fetches());
+      std::make_shared<RunCallFrame>(std::move(args), request.num_fetches());
   Executor::RunArgs run_args;
   run_args.call_frame = frame.get();
   run_args.step_id = step_id;
   run_args.cancellation = &step->cancellation;
   run_args.runner = env_.inter_op_pool;
   run_args.rendezvous = step->rendezvous.get();
-  executor->RunAsync(run_args, [this, step, executor, frame, step_id, response,
+  executor->RunAsync(run_args, [this, step, executor, frame, step_id,
                                 done = std::move(done)](absl::Status s) {
     if (!s.ok()) step->rendezvous->StartAbort(s);
     FinishStep(step_id);
-    if (s.ok()) {
-      for (const Tensor& value : frame->TakeRetvals()) {
-        proto::TensorProto* out = response->add_fetch();
-        if (value.IsInitialized()) TensorToProto(value, out);
-      }
-    } else if (s.message().find("task /job:") == absl::string_view::npos) {
+    if (!s.ok() && s.message().find("task /job:") == absl::string_view::npos) {
       s = AddErrorContext(s, absl::StrCat("on task ", env_.task_name));
     }
-    done(s);
+    done(s, s.ok() ? frame->TakeRetvals() : std::vector<Tensor>());
   });
 }
 

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -59,6 +60,10 @@ class Worker : public WorkerInterface {
   void RunGraphAsync(const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response,
                      StatusCallback done) override;
+  void RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
+                                std::vector<Tensor> feeds,
+                                std::vector<Tensor>* fetches,
+                                StatusCallback done) override;
   void AbortStepAsync(const proto::AbortStepRequest* request,
                       proto::AbortStepResponse* response,
                       StatusCallback done) override;
@@ -82,6 +87,11 @@ class Worker : public WorkerInterface {
     CancellationManager cancellation;
   };
 
+  // Runs a registered graph for a step; `done` gets the status and the
+  // values of the _Retvals by index.
+  void RunGraphImpl(
+      const proto::RunGraphRequest& request, std::vector<Tensor> args,
+      std::function<void(absl::Status, std::vector<Tensor>)> done);
   // The state of `step_id`, made on first use; null (with the reason in
   // `*status`) if the step has already finished on this task.
   std::shared_ptr<Step> FindOrCreateStep(int64_t step_id, absl::Status* status);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "distflow/tensor.h"
@@ -37,6 +38,15 @@ class WorkerInterface {
   virtual void RunGraphAsync(const proto::RunGraphRequest* request,
                              proto::RunGraphResponse* response,
                              StatusCallback done) = 0;
+  // RunGraph with the feeds and fetches as tensors. `request` holds all but
+  // the feeds; `fetches` (owned by the caller) receives num_fetches entries,
+  // uninitialized for fetches of other partitions. An in-process worker
+  // passes the tensors without copies; the default encodes them into the
+  // request and decodes the response.
+  virtual void RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
+                                        std::vector<Tensor> feeds,
+                                        std::vector<Tensor>* fetches,
+                                        StatusCallback done);
   virtual void AbortStepAsync(const proto::AbortStepRequest* request,
                               proto::AbortStepResponse* response,
                               StatusCallback done) = 0;
