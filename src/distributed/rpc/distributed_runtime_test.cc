@@ -224,10 +224,9 @@ namespace {
 // 600 MiB crosses from the ps to the worker (gRPC's default limit is 4 MiB;
 // the tensor goes as several chunks), and arrives intact: slices around the
 // chunk boundaries and at the end hold the values the ps made.
-TEST(DistributedRuntimeTest, SixHundredMiBTensorCrossesTasks) {
+void CheckLargeTensorCrossesTasks(int32_t kElements) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  constexpr int32_t kElements = (600 << 20) / 4;
   constexpr int32_t kChunkElements =
       static_cast<int32_t>(kDefaultPushChunkBytes / 4);
   Scope root = Scope::NewRootScope();
@@ -250,6 +249,15 @@ TEST(DistributedRuntimeTest, SixHundredMiBTensorCrossesTasks) {
                                      kChunkElements, kChunkElements + 1));
   EXPECT_THAT((*out)[1].flat<int32_t>(),
               ::testing::ElementsAre(kElements - 2, kElements - 1));
+}
+
+TEST(DistributedRuntimeTest, SixHundredMiBTensorCrossesTasks) {
+  CheckLargeTensorCrossesTasks((600 << 20) / 4);
+}
+
+// Past gRPC's (and protobuf's) 2 GiB message limit, where TensorFlow fails.
+TEST(DistributedRuntimeTest, TwoAndAHalfGiBTensorCrossesTasks) {
+  CheckLargeTensorCrossesTasks(static_cast<int32_t>((int64_t{5} << 29) / 4));
 }
 
 }  // namespace
