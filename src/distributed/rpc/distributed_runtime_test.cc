@@ -262,3 +262,79 @@ TEST(DistributedRuntimeTest, TwoAndAHalfGiBTensorCrossesTasks) {
 
 }  // namespace
 }  // namespace distflow
+
+#include "distributed/rpc/grpc_util.h"
+#include "graph/attr_value.h"
+#include "proto/worker.grpc.pb.h"
+
+namespace distflow {
+namespace {
+
+// A step whose master goes away while the ps waits for a tensor is aborted
+// on the ps (it does not wait forever): tensors for it are refused after.
+TEST(DistributedRuntimeTest, CancelledRunGraphAbortsTheStepOnTheTask) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  GrpcServer* ps = (*cluster)->server("ps", 0);
+  const std::string ps_device = "/job:ps/replica:0/task:0/device:CPU:0";
+  const std::string worker_device = "/job:worker/replica:0/task:0/device:CPU:0";
+  proto::RegisterGraphRequest reg;
+  proto::NodeDef* recv = reg.mutable_graph()->add_node();
+  recv->set_name("recv");
+  recv->set_op("_Recv");
+  (*recv->mutable_attr())["tensor_type"] = MakeAttr(DataType::kFloat);
+  (*recv->mutable_attr())["tensor_name"] = MakeAttr("never_sent:0");
+  (*recv->mutable_attr())["send_device"] = MakeAttr(worker_device);
+  (*recv->mutable_attr())["recv_device"] = MakeAttr(ps_device);
+  proto::NodeDef* retval = reg.mutable_graph()->add_node();
+  retval->set_name("out");
+  retval->set_op("_Retval");
+  retval->add_input("recv");
+  (*retval->mutable_attr())["T"] = MakeAttr(DataType::kFloat);
+  (*retval->mutable_attr())["index"] = MakeAttr(int64_t{0});
+  proto::RegisterGraphResponse reg_response;
+  absl::Status reg_status = absl::UnknownError("not called");
+  ps->worker()->RegisterGraphAsync(
+      &reg, &reg_response, [&](const absl::Status& s) { reg_status = s; });
+  ASSERT_TRUE(reg_status.ok()) << reg_status;
+
+  constexpr int64_t kStep = 77;
+  auto stub =
+      proto::WorkerService::NewStub(NewChannel((*cluster)->address("ps", 0)));
+  proto::RunGraphRequest run;
+  run.set_graph_handle(reg_response.graph_handle());
+  run.set_step_id(kStep);
+  run.set_num_fetches(1);
+  proto::RunGraphResponse run_response;
+  grpc::ClientContext ctx;
+  absl::Notification finished;
+  grpc::Status run_status;
+  stub->async()->RunGraph(&ctx, &run, &run_response, [&](grpc::Status s) {
+    run_status = s;
+    finished.Notify();
+  });
+  // The step waits for "never_sent"; then its caller goes away.
+  EXPECT_FALSE(
+      finished.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  ctx.TryCancel();
+  ASSERT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(run_status.error_code(), grpc::StatusCode::CANCELLED);
+  // The ps has aborted the step: a late tensor for it is refused.
+  absl::Status late;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    absl::Notification pushed;
+    ps->worker()->PushTensorAsync(
+        kStep, MakeRendezvousKey(worker_device, ps_device, "never_sent:0"),
+        Tensor::Scalar<float>(1), [&](const absl::Status& s) {
+          late = s;
+          pushed.Notify();
+        });
+    pushed.WaitForNotification();
+    if (absl::IsAborted(late)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(absl::IsAborted(late)) << late;
+}
+
+}  // namespace
+}  // namespace distflow

@@ -1,5 +1,6 @@
 #include "distributed/rpc/grpc_worker_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.grpc.pb.h"
@@ -15,6 +16,29 @@ using Base = proto::WorkerService::WithCallbackMethod_GetStatus<
                     proto::WorkerService::WithRawCallbackMethod_PushTensor<
                         proto::WorkerService::WithCallbackMethod_Shutdown<
                             proto::WorkerService::Service>>>>>>>;
+
+// A RunGraph whose caller goes away (its master died, or cancelled the call)
+// aborts its step here, so that the step's ops waiting for tensors from the
+// dead task do not wait forever.
+class RunGraphReactor : public grpc::ServerUnaryReactor {
+ public:
+  RunGraphReactor(Worker* worker, int64_t step_id)
+      : worker_(worker), step_id_(step_id) {}
+  void OnCancel() override {
+    proto::AbortStepRequest request;
+    request.set_step_id(step_id_);
+    request.set_code(static_cast<int>(absl::StatusCode::kCancelled));
+    request.set_message(absl::StrCat("the master of step ", step_id_,
+                                     " cancelled it or went away"));
+    proto::AbortStepResponse response;
+    worker_->AbortStepAsync(&request, &response, [](const absl::Status&) {});
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  Worker* const worker_;
+  const int64_t step_id_;
+};
 
 class GrpcWorkerService : public Base {
  public:
