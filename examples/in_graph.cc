@@ -9,6 +9,7 @@
 //   in_graph --job_name=client --ps_hosts=h:1,h:2 --worker_hosts=h:3,h:4
 // The client prints the result and tells every task to exit.
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,15 +37,30 @@ int RunClient(const df::ClusterSpec& cluster) {
   const std::vector<std::string>& workers = cluster.tasks("worker");
   df::SessionOptions options;
   options.target = "grpc://" + workers[workers.size() > 1 ? 1 : 0];
-  auto session = df::ClientSession::Create(root, options);
-  if (!session.ok()) return Fail(session.status());
+  // The tasks may still be starting: retry until their servers answer.
+  std::unique_ptr<df::ClientSession> session;
   absl::Status s = examples::RetryWhileUnavailable(
-      [&] { return (*session)->RunTargets({init}); }, 60);
+      [&] {
+        if (session == nullptr) {
+          auto created = df::ClientSession::Create(root, options);
+          if (!created.ok()) return created.status();
+          session = std::move(*created);
+        }
+        return session->RunTargets({init});
+      },
+      60);
   if (!s.ok()) return Fail(s);
-  auto out = (*session)->Run({sum});
-  if (!out.ok()) return Fail(out.status());
+  // Worker 0 may start last: its first step also waits for it.
+  absl::StatusOr<std::vector<df::Tensor>> out;
+  s = examples::RetryWhileUnavailable(
+      [&] {
+        out = session->Run({sum});
+        return out.status();
+      },
+      60);
+  if (!s.ok()) return Fail(s);
   std::cout << (*out)[0].DebugString() << std::endl;
-  (void)(*session)->Close();
+  (void)session->Close();
   for (const std::string& job : cluster.jobs()) {
     for (const std::string& address : cluster.tasks(job)) {
       if (absl::Status s = df::ShutdownTask(address); !s.ok()) return Fail(s);

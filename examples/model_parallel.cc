@@ -52,8 +52,15 @@ int main(int argc, char** argv) {
       [&] { return (*session)->RunTargets({init}); }, 60);
   if (!s.ok()) return Fail(s);
   // x = [[1, 2]]: h = [[1, 2, 4]], y = [[1 + 4 + 12]] = [[17]].
-  auto out = (*session)->Run({{x, df::Tensor::Matrix<float>({{1, 2}})}}, {y});
-  if (!out.ok()) return Fail(out.status());
+  // Worker 1 (layer 2) may still be starting: the first step waits for it.
+  absl::StatusOr<std::vector<df::Tensor>> out;
+  s = examples::RetryWhileUnavailable(
+      [&] {
+        out = (*session)->Run({{x, df::Tensor::Matrix<float>({{1, 2}})}}, {y});
+        return out.status();
+      },
+      60);
+  if (!s.ok()) return Fail(s);
   std::cout << (*out)[0].DebugString() << std::endl;
   (void)(*session)->Close();
   for (const std::string& job : task->cluster.jobs()) {
