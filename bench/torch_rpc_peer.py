@@ -7,6 +7,7 @@ Usage: python3 torch_rpc_peer.py PORT STEPS
 import json
 import os
 import sys
+import tempfile
 import time
 
 import torch
@@ -63,7 +64,8 @@ def run(rank, port, steps, out_path):
 
 if __name__ == "__main__":
     port, steps = int(sys.argv[1]), int(sys.argv[2])
-    out_path = f"/tmp/torch_rpc_peer_{os.getpid()}.json"
+    fd, out_path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
     mp.spawn(run, args=(port, steps, out_path), nprocs=2, join=True)
     with open(out_path) as f:
         print(f.read())

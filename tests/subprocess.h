@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "gtest/gtest.h"
+
 extern char** environ;
 
 namespace distflow {
@@ -45,8 +47,8 @@ class Subprocess {
  public:
   // Starts `argv` with stdout and stderr to a temporary file.
   explicit Subprocess(std::vector<std::string> argv) {
-    char path[] = "/tmp/distflow_subprocess_XXXXXX";
-    const int fd = mkstemp(path);
+    std::string path = ::testing::TempDir() + "distflow_subprocess_XXXXXX";
+    const int fd = mkstemp(path.data());
     output_path_ = path;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

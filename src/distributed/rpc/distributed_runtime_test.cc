@@ -6,10 +6,13 @@
 
 #include "distflow/distflow.h"
 #include "distflow/server.h"
+#include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
 #include "gmock/gmock.h"
+#include "graph/attr_value.h"
 #include "gtest/gtest.h"
+#include "proto/worker.grpc.pb.h"
 
 namespace distflow {
 namespace {
@@ -262,10 +265,6 @@ TEST(DistributedRuntimeTest, TwoAndAHalfGiBTensorCrossesTasks) {
 
 }  // namespace
 }  // namespace distflow
-
-#include "distributed/rpc/grpc_util.h"
-#include "graph/attr_value.h"
-#include "proto/worker.grpc.pb.h"
 
 namespace distflow {
 namespace {
