@@ -10,6 +10,7 @@
 #include "distflow/partitioned_variable.h"
 #include "distflow/replica_device_setter.h"
 #include "distflow/scope.h"
+#include "distflow/server.h"
 #include "distflow/session.h"
 #include "distflow/tensor.h"
 #include "distflow/tensor_shape.h"

@@ -26,6 +26,7 @@ void RegisterConvKernels(KernelRegistry* registry);
 void RegisterPoolingKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
 void RegisterTrainingKernels(KernelRegistry* registry);
+void RegisterSendRecvKernels(KernelRegistry* registry);
 void RegisterEmbeddingKernels(KernelRegistry* registry);
 
 }  // namespace distflow

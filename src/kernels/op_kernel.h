@@ -20,6 +20,7 @@
 #include "distflow/tensor.h"
 #include "graph/attr_value.h"
 #include "graph/graph.h"
+#include "kernels/rendezvous.h"
 #include "kernels/resource_mgr.h"
 
 namespace distflow {
@@ -73,6 +74,8 @@ class OpKernelContext {
     CallFrame* call_frame = nullptr;
     CancellationManager* cancellation = nullptr;
     int64_t step_id = 0;
+    // Where _Send and _Recv exchange tensors; null when the graph has none.
+    Rendezvous* rendezvous = nullptr;
   };
   OpKernelContext(const Params& params, int num_outputs)
       : params_(params), outputs_(num_outputs) {}
@@ -96,6 +99,7 @@ class OpKernelContext {
   CallFrame* call_frame() const { return params_.call_frame; }
   CancellationManager* cancellation() const { return params_.cancellation; }
   int64_t step_id() const { return params_.step_id; }
+  Rendezvous* rendezvous() const { return params_.rendezvous; }
 
   void SetStatus(const absl::Status& s) {
     if (status_.ok()) status_ = s;

@@ -18,6 +18,7 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterPoolingKernels(registry);
   RegisterStateKernels(registry);
   RegisterTrainingKernels(registry);
+  RegisterSendRecvKernels(registry);
   RegisterEmbeddingKernels(registry);
 }
 

@@ -141,6 +141,7 @@ class Executor::StepState {
     p.call_frame = args_.call_frame;
     p.cancellation = &step_cancellation_;
     p.step_id = args_.step_id;
+    p.rendezvous = args_.rendezvous;
     return p;
   }
 

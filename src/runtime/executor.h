@@ -38,6 +38,8 @@ class Executor {
     // Cancelled by the caller to abort the step; may be null.
     CancellationManager* cancellation = nullptr;
     ThreadPool* runner = nullptr;  // runs nodes; required
+    // For _Send/_Recv nodes; not owned, outlives the step; may be null.
+    Rendezvous* rendezvous = nullptr;
   };
 
   // Creates a kernel for every node. Errors name the node (no kernel, bad

@@ -27,6 +27,7 @@ void RegisterNnOps(OpRegistry* registry);
 void RegisterConvOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
 void RegisterTrainingOps(OpRegistry* registry);
+void RegisterSendRecvOps(OpRegistry* registry);
 void RegisterEmbeddingOps(OpRegistry* registry);
 
 }  // namespace distflow

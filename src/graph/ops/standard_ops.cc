@@ -15,6 +15,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterConvOps(registry);
   RegisterStateOps(registry);
   RegisterTrainingOps(registry);
+  RegisterSendRecvOps(registry);
   RegisterEmbeddingOps(registry);
 }
 

@@ -1,0 +1,148 @@
+// Parameter-server steps per second, against PyTorch's RPC (TensorPipe) doing
+// the same pulls and pushes between two processes on 127.0.0.1:
+//  - pull/push: read a 4 MiB variable from the ps task, add 1 on the worker,
+//    write it back;
+//  - tiny: increment a scalar on the ps (one round trip).
+// Prints steps/s of each and the ratio distflow / PyTorch.
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "bench_util.h"
+#include "distflow/distflow.h"
+#include "distributed/rpc/grpc_server.h"
+#include "nlohmann/json.hpp"
+
+namespace df = distflow;
+
+namespace {
+
+constexpr int kSteps = 300;
+
+struct Rates {
+  double pull_push = 0;
+  double tiny = 0;
+};
+
+absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
+  absl::Status s;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    s = session->RunTargets({op});
+    if (!absl::IsUnavailable(s)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return s;
+}
+
+absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
+  df::Scope root = df::Scope::NewRootScope();
+  df::Scope ps = root.WithDevice("/job:ps/task:0");
+  df::Scope worker = root.WithDevice("/job:worker/task:0");
+  df::ops::Variable param(
+      ps.WithOpName("param"),
+      df::ops::Fill(ps, df::Tensor::Vector<int32_t>({1 << 20}), 0.0f));
+  df::Output pulled = df::ops::Identity(worker, param);
+  df::Output updated = df::ops::Add(worker, pulled, 1.0f);
+  df::Output push = df::ops::Assign(ps.WithOpName("push"), param, updated);
+  df::ops::Variable counter(ps.WithOpName("counter"),
+                            df::Tensor::Scalar<float>(0));
+  df::Output tick = df::ops::AssignAdd(ps.WithOpName("tick"), counter, 1.0f);
+  df::Operation init = df::ops::GlobalVariablesInitializer(root);
+  df::SessionOptions options;
+  options.target = target;
+  auto session = df::ClientSession::Create(root, options);
+  if (!session.ok()) return session.status();
+  if (absl::Status s = RunWithRetry(session->get(), init); !s.ok()) return s;
+
+  Rates rates;
+  for (int i = 0; i < 5; ++i) (void)(*session)->RunTargets({push.op()});
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kSteps; ++i) {
+    if (absl::Status s = (*session)->RunTargets({push.op()}); !s.ok()) return s;
+  }
+  rates.pull_push = kSteps / bench::Seconds(start);
+  const int tiny_steps = kSteps * 10;
+  for (int i = 0; i < 50; ++i) (void)(*session)->RunTargets({tick.op()});
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < tiny_steps; ++i) {
+    if (absl::Status s = (*session)->RunTargets({tick.op()}); !s.ok()) return s;
+  }
+  rates.tiny = tiny_steps / bench::Seconds(start);
+  // The pulls and pushes must have happened: param holds the step count.
+  auto check = (*session)->Run(
+      {df::ops::Slice(worker, param, df::Tensor::Vector<int32_t>({0}),
+                      df::Tensor::Vector<int32_t>({1}))});
+  if (!check.ok()) return check.status();
+  if (check->at(0).flat<float>()[0] != kSteps + 5) {
+    return absl::InternalError("the ps's parameter missed updates");
+  }
+  return rates;
+}
+
+absl::StatusOr<Rates> MeasureTorch() {
+  const std::string command =
+      absl::StrCat("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 ",
+                   DISTFLOW_BENCH_DIR, "/torch_rpc_peer.py ",
+                   bench::PickFreePort(), " ", kSteps, " 2>/dev/null");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return absl::UnavailableError("cannot start python3");
+  std::string output;
+  char buffer[4096];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  auto json =
+      nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
+  if (status != 0 || json.is_discarded()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the PyTorch peer failed (status ", status, "): ", output));
+  }
+  Rates rates;
+  rates.pull_push = json["pull_push_steps_per_sec"].get<double>();
+  rates.tiny = json["tiny_steps_per_sec"].get<double>();
+  return rates;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--ps") {
+    df::ClusterMap cluster = {{"ps", {argv[2]}}, {"worker", {argv[3]}}};
+    auto server = df::GrpcServer::Create(cluster, "ps", 0).value();
+    return server->Join().ok() ? 0 : 1;
+  }
+  Rates dist;
+  {
+    const std::string ps_address =
+        absl::StrCat("127.0.0.1:", bench::PickFreePort());
+    const std::string worker_address =
+        absl::StrCat("127.0.0.1:", bench::PickFreePort());
+    bench::Child ps({"/proc/self/exe", "--ps", ps_address, worker_address});
+    auto worker = df::GrpcServer::Create(
+        {{"ps", {ps_address}}, {"worker", {worker_address}}}, "worker", 0);
+    if (!worker.ok()) {
+      std::cerr << "error: " << worker.status() << "\n";
+      return 1;
+    }
+    auto measured = MeasureDistflow((*worker)->target());
+    if (!measured.ok()) {
+      std::cerr << "error: " << measured.status() << "\n";
+      return 1;
+    }
+    dist = *measured;
+  }
+  auto torch = MeasureTorch();
+  if (!torch.ok()) {
+    std::cerr << "error: " << torch.status() << "\n";
+    return 1;
+  }
+  std::printf("%-26s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
+              "ratio");
+  std::printf("%-26s %12.1f %12.1f %8.2f\n", "pull+push 4 MiB", dist.pull_push,
+              torch->pull_push, dist.pull_push / torch->pull_push);
+  std::printf("%-26s %12.1f %12.1f %8.2f\n", "tiny (scalar += 1 on ps)",
+              dist.tiny, torch->tiny, dist.tiny / torch->tiny);
+  return 0;
+}

@@ -1,0 +1,190 @@
+// One tensor moved between two tasks (two processes on 127.0.0.1), against a
+// raw TCP stream between two processes moving the same bytes: prints GB/s of
+// each and their ratio.
+//
+// distflow: a variable of the given size lives on a ps task (child process);
+// each step the worker (this process) slices one element of it, so the whole
+// tensor crosses tasks once per step, master round trips included.
+// TCP: the child reads a length-prefixed message and answers one byte.
+#include <netinet/tcp.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench_util.h"
+#include "distflow/distflow.h"
+#include "distributed/rpc/grpc_server.h"
+
+namespace df = distflow;
+
+namespace {
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(fd, p, n);
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+bool ReadAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = read(fd, p, n);
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+int TcpSink(int port) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener, 1) != 0) {
+    return 1;
+  }
+  int fd = accept(listener, nullptr, nullptr);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::vector<char> buffer;
+  uint64_t n = 0;
+  while (ReadAll(fd, reinterpret_cast<char*>(&n), sizeof(n))) {
+    buffer.resize(n);  // reused across messages, as a receiver would
+    if (!ReadAll(fd, buffer.data(), n)) break;
+    char ack = 1;
+    if (!WriteAll(fd, &ack, 1)) break;
+  }
+  return 0;
+}
+
+int ConnectWithRetry(int port) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      return fd;
+    }
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+int Reps(int64_t bytes) {
+  const int64_t target = int64_t{2} << 30;  // move about 2 GiB per size
+  return static_cast<int>(
+      std::max<int64_t>(3, std::min<int64_t>(2000, target / bytes)));
+}
+
+double MeasureTcp(int fd, int64_t bytes) {
+  std::vector<char> data(bytes, 1);
+  auto once = [&] {
+    uint64_t n = bytes;
+    char ack;
+    WriteAll(fd, reinterpret_cast<char*>(&n), sizeof(n));
+    WriteAll(fd, data.data(), bytes);
+    ReadAll(fd, &ack, 1);
+  };
+  once();
+  const int reps = Reps(bytes);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) once();
+  return bytes * reps / bench::Seconds(start) / 1e9;
+}
+
+double MeasureDistflow(const std::string& target, int64_t bytes) {
+  const int32_t n = static_cast<int32_t>(bytes / 4);
+  df::Scope root = df::Scope::NewRootScope();
+  df::Scope ps = root.WithDevice("/job:ps/task:0");
+  df::ops::Variable v(
+      ps.WithOpName(absl::StrCat("v", bytes)),
+      df::ops::Fill(ps, df::Tensor::Vector<int32_t>({n}), 1.0f));
+  df::Output first = df::ops::Slice(root.WithDevice("/job:worker/task:0"), v,
+                                    df::Tensor::Vector<int32_t>({0}),
+                                    df::Tensor::Vector<int32_t>({1}));
+  df::Operation init = df::ops::GlobalVariablesInitializer(root);
+  df::SessionOptions options;
+  options.target = target;
+  auto session = df::ClientSession::Create(root, options).value();
+  absl::Status s;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    s = session->RunTargets({init});
+    if (!absl::IsUnavailable(s)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!s.ok()) {
+    std::cerr << "error: " << s << "\n";
+    return 0;
+  }
+  for (int i = 0; i < 2; ++i) (void)session->Run({first});
+  const int reps = Reps(bytes);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) {
+    auto out = session->Run({first});
+    if (!out.ok()) {
+      std::cerr << "error: " << out.status() << "\n";
+      return 0;
+    }
+  }
+  const double gbps = bytes * reps / bench::Seconds(start) / 1e9;
+  (void)session->Close();
+  return gbps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--tcp_sink") {
+    return TcpSink(std::stoi(argv[2]));
+  }
+  if (argc == 4 && std::string(argv[1]) == "--ps") {
+    df::ClusterMap cluster = {{"ps", {argv[2]}}, {"worker", {argv[3]}}};
+    auto server = df::GrpcServer::Create(cluster, "ps", 0).value();
+    return server->Join().ok() ? 0 : 1;
+  }
+  const std::string self = "/proc/self/exe";
+  const int tcp_port = bench::PickFreePort();
+  bench::Child sink({self, "--tcp_sink", std::to_string(tcp_port)});
+  const int fd = ConnectWithRetry(tcp_port);
+  const std::string ps_address =
+      absl::StrCat("127.0.0.1:", bench::PickFreePort());
+  const std::string worker_address =
+      absl::StrCat("127.0.0.1:", bench::PickFreePort());
+  bench::Child ps({self, "--ps", ps_address, worker_address});
+  auto worker =
+      df::GrpcServer::Create(
+          {{"ps", {ps_address}}, {"worker", {worker_address}}}, "worker", 0)
+          .value();
+  std::printf("%-10s %14s %14s %8s\n", "size", "distflow GB/s", "raw TCP GB/s",
+              "ratio");
+  for (int64_t bytes : {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
+                        int64_t{512} << 20}) {
+    const double tcp = MeasureTcp(fd, bytes);
+    const double dist = MeasureDistflow(worker->target(), bytes);
+    const std::string label = bytes >= (1 << 20)
+                                  ? absl::StrCat(bytes >> 20, " MiB")
+                                  : absl::StrCat(bytes >> 10, " KiB");
+    std::printf("%-10s %14.3f %14.3f %8.2f\n", label.c_str(), dist, tcp,
+                dist / tcp);
+    std::fflush(stdout);
+  }
+  close(fd);
+  return 0;
+}

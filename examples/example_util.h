@@ -1,0 +1,54 @@
+// Small helpers shared by the distributed examples.
+#ifndef DISTFLOW_EXAMPLES_EXAMPLE_UTIL_H_
+#define DISTFLOW_EXAMPLES_EXAMPLE_UTIL_H_
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace examples {
+
+// The value of "--name=value" or "--name value" in `args`, or `fallback`.
+inline std::string FlagValue(const std::vector<std::string>& args,
+                             const std::string& name,
+                             const std::string& fallback) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind(name + "=", 0) == 0)
+      return args[i].substr(name.size() + 1);
+    if (args[i] == name && i + 1 < args.size()) return args[i + 1];
+  }
+  return fallback;
+}
+
+// Runs `fn` until it succeeds or fails with something other than
+// UNAVAILABLE (a task of the cluster that has not started yet), for at most
+// `seconds`.
+inline absl::Status RetryWhileUnavailable(
+    const std::function<absl::Status()>& fn, int seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (true) {
+    absl::Status s = fn();
+    if (!absl::IsUnavailable(s) ||
+        std::chrono::steady_clock::now() > deadline) {
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// Prints the error and returns 1: `return Fail(status);` from main.
+inline int Fail(const absl::Status& s) {
+  std::cerr << "error: " << s << "\n";
+  return 1;
+}
+
+}  // namespace examples
+
+#endif  // DISTFLOW_EXAMPLES_EXAMPLE_UTIL_H_

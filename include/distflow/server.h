@@ -1,0 +1,68 @@
+// The server of one task of a cluster: a gRPC server on the task's address
+// that hosts the task's master (sessions with target "grpc://host:port" run
+// their graphs through it) and its worker (which runs the parts of every
+// session's graph placed on this task).
+//
+//   auto server = distflow::Server::Create(cluster, "ps", 0).value();
+//   return server->Join().ok() ? 0 : 1;   // until the job tells it to stop
+#ifndef DISTFLOW_SERVER_H_
+#define DISTFLOW_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "distflow/cluster.h"
+
+namespace distflow {
+
+struct ServerOptions {
+  // Threads that run independent ops of a step (0: one per core).
+  int inter_op_threads = 0;
+  // Threads one op may use (0: one per core).
+  int intra_op_threads = 0;
+  // Deadline of control calls to other tasks (register, abort, ...).
+  int64_t rpc_timeout_ms = 30'000;
+  // Deadline of one step on one task, and of one tensor transfer.
+  int64_t step_timeout_ms = 3'600'000;
+};
+
+// Thread-safe.
+class Server {
+ public:
+  // Starts the server of task `task_index` of job `job_name`, listening on
+  // its address in `cluster`. A port of 0 picks a free port (see target()).
+  // INVALID_ARGUMENT naming the job and index if the cluster lacks the task;
+  // UNAVAILABLE naming the address if it cannot be listened on (the port is
+  // in use, or the host is not this machine's).
+  static absl::StatusOr<std::unique_ptr<Server>> Create(
+      const ClusterSpec& cluster, const std::string& job_name, int task_index,
+      const ServerOptions& options = {});
+
+  // Stops the server (see Stop).
+  virtual ~Server() = default;
+
+  // "grpc://host:port", with the port actually bound.
+  virtual std::string target() const = 0;
+  virtual int port() const = 0;
+
+  // Blocks until the server stops: Stop() was called, or another task asked
+  // it to stop (ShutdownTask). Returns OK after a clean stop.
+  virtual absl::Status Join() = 0;
+  // Aborts running steps (their callers get CANCELLED), stops serving, and
+  // wakes Join. Idempotent.
+  virtual absl::Status Stop() = 0;
+};
+
+// Asks the server of the task at `address` ("host:port") to stop: its Join()
+// returns, so a ps task's process exits when the job is done. UNAVAILABLE
+// naming the address if the task cannot be reached within `timeout_ms`.
+absl::Status ShutdownTask(const std::string& address,
+                          const std::string& reason = "the job is done",
+                          int64_t timeout_ms = 10'000);
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_SERVER_H_

@@ -1,0 +1,299 @@
+#include "distributed/master_session.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "base/status_macros.h"
+#include "core/tensor_coding.h"
+#include "graph/graph_def_io.h"
+#include "graph/partition.h"
+#include "graph/placer.h"
+#include "graph/subgraph.h"
+
+namespace distflow {
+namespace {
+
+// Runs an asynchronous call and waits for it. Every remote call has its own
+// deadline, so this wait is bounded.
+absl::Status Wait(const std::function<void(StatusCallback)>& call) {
+  // Shared with the callback, which may still be returning when we wake.
+  struct State {
+    absl::Notification done;
+    absl::Status status;
+  };
+  auto state = std::make_shared<State>();
+  call([state](const absl::Status& s) {
+    state->status = s;
+    state->done.Notify();
+  });
+  state->done.WaitForNotification();
+  return state->status;
+}
+
+// Errors that mean "this registration is stale": the task restarted or
+// forgot the graph.
+bool NeedsReregistration(const absl::Status& s) {
+  return absl::IsAborted(s) &&
+         (s.message().find("register it again") != absl::string_view::npos ||
+          s.message().find("registered again") != absl::string_view::npos);
+}
+
+}  // namespace
+
+MasterSession::MasterSession(const MasterEnv* env, std::string handle)
+    : env_(env), handle_(std::move(handle)) {
+  std::random_device rd;
+  step_ids_.seed((uint64_t{rd()} << 32) ^ rd());
+}
+
+MasterSession::~MasterSession() { (void)Close(); }
+
+absl::Status MasterSession::Extend(const proto::GraphDef& graph) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Extend on closed session ", handle_));
+  }
+  const int first_new = graph_.num_nodes();
+  if (absl::Status s = ImportGraphDef(graph, &graph_); !s.ok()) {
+    graph_.TruncateTo(first_new);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+int64_t MasterSession::NewStepId() {
+  absl::MutexLock lock(&mu_);
+  // Positive and random: steps of masters on different tasks (between-graph
+  // replication) share the ps tasks' workers without colliding.
+  return static_cast<int64_t>(step_ids_() >> 1);
+}
+
+absl::StatusOr<std::shared_ptr<const MasterSession::Registration>>
+MasterSession::Register(std::unique_ptr<Graph> call_graph) {
+  PlacementOptions placement;
+  placement.jobs = env_->jobs;
+  placement.default_job = env_->job_name;
+  placement.default_task = env_->task_index;
+  DF_RETURN_IF_ERROR(PlaceGraph(placement, call_graph.get()));
+  DF_ASSIGN_OR_RETURN(auto parts, PartitionGraph(*call_graph));
+  auto registration = std::make_shared<Registration>();
+  for (auto& [task, graph_def] : parts) {
+    DF_ASSIGN_OR_RETURN(WorkerInterface * worker,
+                        env_->worker_cache->GetWorker(task));
+    proto::RegisterGraphRequest request;
+    request.set_session_handle(handle_);
+    *request.mutable_graph() = std::move(graph_def);
+    proto::RegisterGraphResponse response;
+    absl::Status s = Wait([&](StatusCallback done) {
+      worker->RegisterGraphAsync(&request, &response, std::move(done));
+    });
+    if (!s.ok()) {
+      Deregister(*registration);
+      return s;
+    }
+    registration->partitions.push_back(
+        {task, worker, response.graph_handle(), response.incarnation()});
+  }
+  // The partition with the feeds and fetches (this task's) goes first.
+  std::stable_partition(
+      registration->partitions.begin(), registration->partitions.end(),
+      [this](const Partition& p) { return p.task == env_->task_name; });
+  return registration;
+}
+
+absl::StatusOr<std::shared_ptr<const MasterSession::Registration>>
+MasterSession::GetRegistration(
+    const std::vector<std::pair<std::string, Tensor>>& feeds,
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets, std::string* key) {
+  CallSignature signature;
+  for (const auto& feed : feeds) signature.feeds.push_back(feed.first);
+  signature.fetches = fetches;
+  signature.targets = targets;
+  *key = absl::StrCat(absl::StrJoin(signature.feeds, ","), "|",
+                      absl::StrJoin(fetches, ","), "|",
+                      absl::StrJoin(targets, ","));
+  absl::MutexLock lock(&mu_);
+  if (closed_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Run on closed session ", handle_));
+  }
+  auto it = registrations_.find(*key);
+  if (it != registrations_.end()) return it->second;
+  DF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> call_graph,
+                      BuildCallGraph(graph_, signature));
+  DF_ASSIGN_OR_RETURN(auto registration, Register(std::move(call_graph)));
+  registrations_.emplace(*key, registration);
+  return registration;
+}
+
+absl::StatusOr<std::vector<Tensor>> MasterSession::Run(
+    const std::vector<std::pair<std::string, Tensor>>& feeds,
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  std::string key;
+  DF_ASSIGN_OR_RETURN(auto registration,
+                      GetRegistration(feeds, fetches, targets, &key));
+  std::vector<Tensor> args;
+  for (const auto& feed : feeds) args.push_back(feed.second);
+  std::vector<Tensor> fetched;
+  absl::Status s = RunPartitions(*registration, args,
+                                 static_cast<int>(fetches.size()), &fetched);
+  if (NeedsReregistration(s)) {
+    // The next run registers afresh (with the restarted task's new
+    // incarnation); this one reports the failure.
+    absl::MutexLock lock(&mu_);
+    auto it = registrations_.find(key);
+    if (it != registrations_.end() && it->second == registration) {
+      registrations_.erase(it);
+    }
+  }
+  DF_RETURN_IF_ERROR(s);
+  for (size_t i = 0; i < fetched.size(); ++i) {
+    if (!fetched[i].IsInitialized()) {
+      return absl::InternalError(
+          absl::StrCat("fetch '", fetches[i], "' produced no value"));
+    }
+  }
+  return fetched;
+}
+
+namespace {
+
+// The state of one step's RunGraph calls, shared with their callbacks (which
+// may run after RunPartitions has returned, such as a late AbortStep reply).
+struct StepCalls {
+  struct Call {
+    WorkerInterface* worker = nullptr;
+    proto::RunGraphRequest request;
+    std::vector<Tensor> feeds;
+    std::vector<Tensor> fetches;
+    proto::AbortStepRequest abort_request;
+    proto::AbortStepResponse abort_response;
+  };
+  std::vector<Call> calls;
+  absl::Mutex mu;
+  absl::Status first_error ABSL_GUARDED_BY(mu);
+  size_t pending ABSL_GUARDED_BY(mu) = 0;
+  size_t aborts_pending ABSL_GUARDED_BY(mu) = 0;
+  bool aborting ABSL_GUARDED_BY(mu) = false;
+};
+
+// Tells every task to abort the step: partitions that wait for tensors from
+// the failed one wake up with `cause`.
+void AbortAll(const std::shared_ptr<StepCalls>& state, int64_t step_id,
+              const absl::Status& cause) {
+  const size_t n = state->calls.size();
+  for (size_t j = 0; j < n; ++j) {
+    StepCalls::Call& call = state->calls[j];
+    call.abort_request.set_step_id(step_id);
+    call.abort_request.set_code(static_cast<int>(cause.code()));
+    call.abort_request.set_message(std::string(cause.message()));
+  }
+  for (size_t j = 0; j < n; ++j) {
+    StepCalls::Call& call = state->calls[j];
+    call.worker->AbortStepAsync(&call.abort_request, &call.abort_response,
+                                [state](const absl::Status&) {
+                                  absl::MutexLock lock(&state->mu);
+                                  --state->aborts_pending;
+                                });
+  }
+}
+
+}  // namespace
+
+absl::Status MasterSession::RunPartitions(const Registration& registration,
+                                          const std::vector<Tensor>& args,
+                                          int num_fetches,
+                                          std::vector<Tensor>* fetched) {
+  const int64_t step_id = NewStepId();
+  const size_t n = registration.partitions.size();
+  auto state = std::make_shared<StepCalls>();
+  state->calls.resize(n);
+  {
+    absl::MutexLock lock(&state->mu);
+    state->pending = n;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Partition& p = registration.partitions[i];
+    StepCalls::Call& call = state->calls[i];
+    call.worker = p.worker;
+    call.request.set_graph_handle(p.graph_handle);
+    call.request.set_incarnation(p.incarnation);
+    call.request.set_step_id(step_id);
+    call.request.set_num_fetches(num_fetches);
+    if (p.task == env_->task_name) call.feeds = args;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    StepCalls::Call& call = state->calls[i];
+    call.worker->RunGraphWithTensorsAsync(
+        &call.request, std::move(call.feeds), &call.fetches,
+        [state, step_id, n](const absl::Status& s) {
+          bool start_abort = false;
+          {
+            absl::MutexLock lock(&state->mu);
+            if (!s.ok() && state->first_error.ok()) state->first_error = s;
+            if (!s.ok() && !state->aborting) {
+              state->aborting = true;
+              start_abort = true;
+              state->aborts_pending = n;
+            }
+            --state->pending;
+          }
+          if (start_abort) AbortAll(state, step_id, s);
+        });
+  }
+  absl::Status first_error;
+  {
+    absl::MutexLock lock(&state->mu);
+    auto all_done = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) {
+      return state->pending == 0 && state->aborts_pending == 0;
+    };
+    state->mu.Await(absl::Condition(&all_done));
+    first_error = state->first_error;
+  }
+  if (!first_error.ok()) return first_error;
+
+  fetched->assign(num_fetches, Tensor());
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<Tensor>& fetches = state->calls[i].fetches;
+    for (int j = 0; j < static_cast<int>(fetches.size()) && j < num_fetches;
+         ++j) {
+      // Entries of other partitions' fetches are uninitialized.
+      if (fetches[j].IsInitialized()) (*fetched)[j] = std::move(fetches[j]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void MasterSession::Deregister(const Registration& registration) {
+  for (const Partition& p : registration.partitions) {
+    proto::DeregisterGraphRequest request;
+    request.set_graph_handle(p.graph_handle);
+    proto::DeregisterGraphResponse response;
+    // Best effort: a dead task has forgotten the graph anyway.
+    (void)Wait([&](StatusCallback done) {
+      p.worker->DeregisterGraphAsync(&request, &response, std::move(done));
+    });
+  }
+}
+
+absl::Status MasterSession::Close() {
+  absl::flat_hash_map<std::string, std::shared_ptr<const Registration>>
+      registrations;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+    registrations.swap(registrations_);
+  }
+  for (const auto& [key, registration] : registrations) {
+    Deregister(*registration);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace distflow

@@ -1,0 +1,339 @@
+// The distributed runtime end to end: real gRPC servers on 127.0.0.1, a
+// grpc:// session, graphs placed across tasks.
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "distflow/distflow.h"
+#include "distflow/server.h"
+#include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/tensor_wire.h"
+#include "distributed/rpc/test_cluster.h"
+#include "gmock/gmock.h"
+#include "graph/attr_value.h"
+#include "gtest/gtest.h"
+#include "proto/worker.grpc.pb.h"
+
+namespace distflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+SessionOptions Target(GrpcServer* server) {
+  SessionOptions options;
+  options.target = server->target();
+  return options;
+}
+
+TEST(DistributedRuntimeTest, BetweenGraphMatMulWithVariablesOnPs) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable x(ps.WithOpName("x"), Tensor::Matrix<int32_t>({{1, 2, 3, 4}}));
+  ops::Variable w(ps.WithOpName("w"),
+                  Tensor::Matrix<int32_t>({{2}, {2}, {2}, {2}}));
+  Output product = ops::MatMul(
+      root.WithDevice("/job:worker/task:0").WithOpName("product"), x, w);
+  Operation init = ops::GlobalVariablesInitializer(root);
+
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->RunTargets({init}).ok());
+  for (int step = 0; step < 3; ++step) {
+    auto out = (*session)->Run({product});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].DebugString(), "[[20]]");
+  }
+}
+
+TEST(DistributedRuntimeTest, VariablesOnPsOutliveOneWorkersSession) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 2}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  // Each worker builds the same graph (between-graph replication): the
+  // counter on the ps is shared.
+  auto build = [](Scope* root, Output* tick, Operation* init) {
+    Scope ps = root->WithDevice("/job:ps/task:0");
+    ops::Variable counter(ps.WithOpName("counter"), Tensor::Scalar<float>(0));
+    *tick = ops::AssignAdd(root->WithOpName("tick"), counter, 1.0f);
+    *init = ops::GlobalVariablesInitializer(*root);
+  };
+  Scope root0 = Scope::NewRootScope(), root1 = Scope::NewRootScope();
+  Output tick0, tick1;
+  Operation init0, init1;
+  build(&root0, &tick0, &init0);
+  build(&root1, &tick1, &init1);
+  auto s0 =
+      ClientSession::Create(root0, Target((*cluster)->server("worker", 0)));
+  auto s1 =
+      ClientSession::Create(root1, Target((*cluster)->server("worker", 1)));
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  ASSERT_TRUE((*s0)->RunTargets({init0}).ok());
+  ASSERT_TRUE((*s0)->Run({tick0}).ok());
+  auto out = (*s1)->Run({tick1});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 2.0f);
+}
+
+TEST(DistributedRuntimeTest, InGraphVariablesOnTwoPsComputeOnTwoWorkers) {
+  auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 2}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  ops::Variable a(root.WithDevice("/job:ps/task:0").WithOpName("a"),
+                  Tensor::Matrix<float>({{1, 2}, {3, 4}}));
+  ops::Variable b(root.WithDevice("/job:ps/task:1").WithOpName("b"),
+                  Tensor::Matrix<float>({{1, 0}, {0, 1}}));
+  Output ab = ops::MatMul(root.WithDevice("/job:worker/task:0"), a, b);
+  Output sum = ops::Add(root.WithDevice("/job:worker/task:1"), ab, a);
+  Operation init = ops::GlobalVariablesInitializer(root);
+  // The client talks to worker 1's master, as in seed 003.
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 1)));
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->RunTargets({init}).ok());
+  auto out = (*session)->Run({sum});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].DebugString(), "[[2 4]\n [6 8]]");
+}
+
+TEST(DistributedRuntimeTest, FeedsAndControlEdgesCrossTasks) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable v(ps.WithOpName("v"), Tensor::Scalar<float>(0));
+  Output x = ops::Placeholder(root.WithOpName("x"), DataType::kFloat);
+  Output assign = ops::Assign(ps.WithOpName("assign"), v, x);
+  // The worker's op depends on the ps's assignment by a control edge only:
+  // the assignment runs because the edge crosses the tasks.
+  Output done = ops::Const(
+      root.WithControlDependencies({assign.op()}).WithOpName("done"), 1.0f);
+  Operation init = ops::GlobalVariablesInitializer(root);
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->RunTargets({init}).ok());
+  auto out = (*session)->Run({{x, Tensor::Scalar<float>(7)}}, {done});
+  ASSERT_TRUE(out.ok()) << out.status();
+  out = (*session)->Run({v});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 7.0f);
+}
+
+TEST(DistributedRuntimeTest, UnknownJobIsAnErrorListingTheClustersJobs) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  Output c =
+      ops::Const(root.WithDevice("/job:ps/task:3").WithOpName("c"), 1.0f);
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok());
+  auto out = (*session)->Run({c});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("/job:ps/replica:0/task:3"));
+  EXPECT_THAT(out.status().message(), HasSubstr("ps (1 task)"));
+  EXPECT_THAT(out.status().message(), HasSubstr("worker (1 task)"));
+}
+
+TEST(DistributedRuntimeTest, DeadPsGivesUnavailableNamingItsAddress) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  ops::Variable v(root.WithDevice("/job:ps/task:0").WithOpName("v"),
+                  Tensor::Scalar<float>(3));
+  Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
+  Operation init = ops::GlobalVariablesInitializer(root);
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->RunTargets({init}).ok());
+  ASSERT_TRUE((*session)->Run({doubled}).ok());
+  const std::string ps_address = (*cluster)->address("ps", 0);
+  (*cluster)->Kill("ps", 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto out = (*session)->Run({doubled});
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable)
+      << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr(ps_address));
+  EXPECT_LT(elapsed, std::chrono::seconds(10));
+}
+
+TEST(DistributedRuntimeTest, RestartedPsIsToldApartAndReregistered) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  ops::Variable v(root.WithDevice("/job:ps/task:0").WithOpName("v"),
+                  Tensor::Scalar<float>(3));
+  Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
+  Operation init = ops::GlobalVariablesInitializer(root);
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->RunTargets({init}).ok());
+  ASSERT_TRUE((*session)->Run({doubled}).ok());
+  const uint64_t before = (*cluster)->server("ps", 0)->worker()->incarnation();
+  ASSERT_TRUE((*cluster)->Restart("ps", 0).ok());
+  EXPECT_NE((*cluster)->server("ps", 0)->worker()->incarnation(), before);
+  // The step that meets the restarted task fails with ABORTED (its graphs are
+  // gone); the session then registers afresh, and the new task's variables
+  // must be initialized again.
+  absl::Status first = (*session)->Run({doubled}).status();
+  if (!first.ok()) {
+    EXPECT_TRUE(absl::IsAborted(first) || absl::IsUnavailable(first)) << first;
+  }
+  absl::StatusOr<std::vector<Tensor>> out;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    ASSERT_TRUE((*session)->RunTargets({init}).ok() || attempt < 19);
+    out = (*session)->Run({doubled});
+    if (out.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 6.0f);
+}
+
+TEST(DistributedRuntimeTest, PortInUseIsAnErrorNamingIt) {
+  auto cluster = TestCluster::Create({{"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string taken = (*cluster)->address("worker", 0);
+  auto second = GrpcServer::Create({{"worker", {taken}}}, "worker", 0);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr(taken));
+}
+
+TEST(DistributedRuntimeTest, ShutdownTaskEndsJoin) {
+  auto cluster = TestCluster::Create({{"ps", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  GrpcServer* ps = (*cluster)->server("ps", 0);
+  absl::Status joined = absl::UnknownError("not joined");
+  std::thread joiner([&] { joined = ps->Join(); });
+  ASSERT_TRUE(ShutdownTask((*cluster)->address("ps", 0)).ok());
+  joiner.join();
+  EXPECT_TRUE(joined.ok()) << joined;
+}
+
+}  // namespace
+}  // namespace distflow
+
+namespace distflow {
+namespace {
+
+// 600 MiB crosses from the ps to the worker (gRPC's default limit is 4 MiB;
+// the tensor goes as several chunks), and arrives intact: slices around the
+// chunk boundaries and at the end hold the values the ps made.
+void CheckLargeTensorCrossesTasks(int32_t kElements) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  constexpr int32_t kChunkElements =
+      static_cast<int32_t>(kDefaultPushChunkBytes / 4);
+  Scope root = Scope::NewRootScope();
+  Output big = ops::Range(root.WithDevice("/job:ps/task:0").WithOpName("big"),
+                          0, kElements);
+  Scope worker = root.WithDevice("/job:worker/task:0");
+  Output boundary = ops::Slice(worker.WithOpName("boundary"), big,
+                               Tensor::Vector<int32_t>({kChunkElements - 2}),
+                               Tensor::Vector<int32_t>({4}));
+  Output tail = ops::Slice(worker.WithOpName("tail"), big,
+                           Tensor::Vector<int32_t>({kElements - 2}),
+                           Tensor::Vector<int32_t>({2}));
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok());
+  auto out = (*session)->Run({boundary, tail});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<int32_t>(),
+              ::testing::ElementsAre(kChunkElements - 2, kChunkElements - 1,
+                                     kChunkElements, kChunkElements + 1));
+  EXPECT_THAT((*out)[1].flat<int32_t>(),
+              ::testing::ElementsAre(kElements - 2, kElements - 1));
+}
+
+TEST(DistributedRuntimeTest, SixHundredMiBTensorCrossesTasks) {
+  CheckLargeTensorCrossesTasks((600 << 20) / 4);
+}
+
+// Past gRPC's (and protobuf's) 2 GiB message limit, where TensorFlow fails.
+TEST(DistributedRuntimeTest, TwoAndAHalfGiBTensorCrossesTasks) {
+  CheckLargeTensorCrossesTasks(static_cast<int32_t>((int64_t{5} << 29) / 4));
+}
+
+}  // namespace
+}  // namespace distflow
+
+namespace distflow {
+namespace {
+
+// A step whose master goes away while the ps waits for a tensor is aborted
+// on the ps (it does not wait forever): tensors for it are refused after.
+TEST(DistributedRuntimeTest, CancelledRunGraphAbortsTheStepOnTheTask) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  GrpcServer* ps = (*cluster)->server("ps", 0);
+  const std::string ps_device = "/job:ps/replica:0/task:0/device:CPU:0";
+  const std::string worker_device = "/job:worker/replica:0/task:0/device:CPU:0";
+  proto::RegisterGraphRequest reg;
+  proto::NodeDef* recv = reg.mutable_graph()->add_node();
+  recv->set_name("recv");
+  recv->set_op("_Recv");
+  (*recv->mutable_attr())["tensor_type"] = MakeAttr(DataType::kFloat);
+  (*recv->mutable_attr())["tensor_name"] = MakeAttr("never_sent:0");
+  (*recv->mutable_attr())["send_device"] = MakeAttr(worker_device);
+  (*recv->mutable_attr())["recv_device"] = MakeAttr(ps_device);
+  proto::NodeDef* retval = reg.mutable_graph()->add_node();
+  retval->set_name("out");
+  retval->set_op("_Retval");
+  retval->add_input("recv");
+  (*retval->mutable_attr())["T"] = MakeAttr(DataType::kFloat);
+  (*retval->mutable_attr())["index"] = MakeAttr(int64_t{0});
+  proto::RegisterGraphResponse reg_response;
+  absl::Status reg_status = absl::UnknownError("not called");
+  ps->worker()->RegisterGraphAsync(
+      &reg, &reg_response, [&](const absl::Status& s) { reg_status = s; });
+  ASSERT_TRUE(reg_status.ok()) << reg_status;
+
+  constexpr int64_t kStep = 77;
+  auto stub =
+      proto::WorkerService::NewStub(NewChannel((*cluster)->address("ps", 0)));
+  proto::RunGraphRequest run;
+  run.set_graph_handle(reg_response.graph_handle());
+  run.set_step_id(kStep);
+  run.set_num_fetches(1);
+  proto::RunGraphResponse run_response;
+  grpc::ClientContext ctx;
+  absl::Notification finished;
+  grpc::Status run_status;
+  stub->async()->RunGraph(&ctx, &run, &run_response, [&](grpc::Status s) {
+    run_status = s;
+    finished.Notify();
+  });
+  // The step waits for "never_sent"; then its caller goes away.
+  EXPECT_FALSE(
+      finished.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  ctx.TryCancel();
+  ASSERT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(run_status.error_code(), grpc::StatusCode::CANCELLED);
+  // The ps has aborted the step: a late tensor for it is refused.
+  absl::Status late;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    absl::Notification pushed;
+    ps->worker()->PushTensorAsync(
+        kStep, MakeRendezvousKey(worker_device, ps_device, "never_sent:0"),
+        Tensor::Scalar<float>(1), [&](const absl::Status& s) {
+          late = s;
+          pushed.Notify();
+        });
+    pushed.WaitForNotification();
+    if (absl::IsAborted(late)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(absl::IsAborted(late)) << late;
+}
+
+}  // namespace
+}  // namespace distflow

@@ -1,0 +1,20 @@
+// The gRPC face of a Master. Master calls block (a step runs to its end), so
+// they run on `pool`, never on gRPC's own threads.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_GRPC_MASTER_SERVICE_H_
+#define DISTFLOW_DISTRIBUTED_RPC_GRPC_MASTER_SERVICE_H_
+
+#include <memory>
+
+#include "base/thread_pool.h"
+#include "distributed/master.h"
+#include "grpcpp/grpcpp.h"
+
+namespace distflow {
+
+// `master` and `pool` are not owned and outlive the service.
+std::unique_ptr<grpc::Service> NewGrpcMasterService(Master* master,
+                                                    ThreadPool* pool);
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_GRPC_MASTER_SERVICE_H_

@@ -1,0 +1,28 @@
+// A WorkerInterface that calls a task's worker service over gRPC.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_GRPC_REMOTE_WORKER_H_
+#define DISTFLOW_DISTRIBUTED_RPC_GRPC_REMOTE_WORKER_H_
+
+#include <memory>
+#include <string>
+
+#include "distributed/worker_interface.h"
+#include "grpcpp/grpcpp.h"
+
+namespace distflow {
+
+struct RpcDeadlines {
+  // GetStatus, RegisterGraph, DeregisterGraph, AbortStep, Shutdown.
+  int64_t control_ms = 30'000;
+  // RunGraph (a whole step) and PushTensor (one tensor; a slow network may
+  // need more for huge tensors).
+  int64_t step_ms = 3'600'000;
+};
+
+// `task` ("/job:ps/replica:0/task:0") and `address` name the peer in errors.
+std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
+    std::shared_ptr<grpc::Channel> channel, const std::string& task,
+    const std::string& address, const RpcDeadlines& deadlines = {});
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_GRPC_REMOTE_WORKER_H_

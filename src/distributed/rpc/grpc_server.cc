@@ -1,0 +1,213 @@
+#include "distributed/rpc/grpc_server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "distributed/local_master.h"
+#include "distributed/rpc/grpc_master_service.h"
+#include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/grpc_worker_service.h"
+#include "proto/worker.grpc.pb.h"
+
+namespace distflow {
+namespace {
+
+int ThreadsOr(int requested) {
+  return requested > 0 ? requested : ThreadPool::HardwareThreads();
+}
+
+// Master calls block while their step runs; a few run at once.
+constexpr int kMasterThreads = 8;
+// How long Stop lets in-flight calls finish before cancelling them.
+constexpr int kShutdownGraceMs = 2000;
+
+bool SplitAddress(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = address.substr(0, colon);
+  return absl::SimpleAtoi(address.substr(colon + 1), port) && *port >= 0 &&
+         *port <= 65535;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
+}
+
+}  // namespace
+
+GrpcServer::GrpcServer(ClusterMap cluster, std::string job_name, int task_index,
+                       const ServerOptions& options)
+    : job_name_(std::move(job_name)),
+      task_index_(task_index),
+      task_name_(TaskName(job_name_, task_index)),
+      options_(options),
+      inter_op_pool_("inter_op", ThreadsOr(options.inter_op_threads)),
+      intra_op_pool_("intra_op", ThreadsOr(options.intra_op_threads)),
+      master_pool_("master", kMasterThreads),
+      cluster_(std::move(cluster)) {}
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
+    ClusterMap cluster, const std::string& job_name, int task_index,
+    const ServerOptions& options) {
+  auto job = cluster.find(job_name);
+  if (job == cluster.end() || task_index < 0 ||
+      task_index >= static_cast<int>(job->second.size())) {
+    std::string jobs;
+    for (const auto& [name, tasks] : cluster) {
+      absl::StrAppend(&jobs, jobs.empty() ? "" : ", ", name, " (", tasks.size(),
+                      " tasks)");
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot start a server for task ", task_index, " of job '", job_name,
+        "': the cluster has no such task; its jobs are: ",
+        jobs.empty() ? "none" : jobs));
+  }
+  std::unique_ptr<GrpcServer> server(
+      new GrpcServer(std::move(cluster), job_name, task_index, options));
+  absl::Status s = server->Start();
+  if (!s.ok()) return s;
+  return server;
+}
+
+absl::Status GrpcServer::Start() {
+  std::string address;
+  {
+    absl::MutexLock lock(&mu_);
+    address = cluster_[job_name_][task_index_];
+  }
+  if (!SplitAddress(address, &host_, &port_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", task_name_, " has a malformed address '", address,
+                     "'; expected host:port"));
+  }
+  RpcDeadlines deadlines;
+  deadlines.control_ms = options_.rpc_timeout_ms;
+  deadlines.step_ms = options_.step_timeout_ms;
+  worker_cache_ = std::make_unique<GrpcWorkerCache>(cluster(), task_name_,
+                                                    nullptr, deadlines);
+  WorkerEnv worker_env;
+  worker_env.task_name = task_name_;
+  worker_env.worker_cache = worker_cache_.get();
+  worker_env.inter_op_pool = &inter_op_pool_;
+  worker_env.intra_op_pool = &intra_op_pool_;
+  worker_env.request_stop = [this](const std::string& reason) {
+    DF_LOG(Info) << "task " << task_name_ << " asked to stop: " << reason;
+    absl::MutexLock lock(&mu_);
+    stop_requested_ = true;
+  };
+  worker_ = std::make_unique<Worker>(std::move(worker_env));
+  worker_cache_->SetLocalWorker(worker_.get());
+
+  MasterEnv master_env;
+  master_env.task_name = task_name_;
+  master_env.job_name = job_name_;
+  master_env.task_index = task_index_;
+  for (const auto& [job, tasks] : cluster()) {
+    master_env.jobs[job] = static_cast<int>(tasks.size());
+  }
+  master_env.worker_cache = worker_cache_.get();
+  master_ = std::make_shared<Master>(std::move(master_env));
+
+  worker_service_ = NewGrpcWorkerService(worker_.get());
+  master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);
+
+  // Listen on every interface unless the cluster names a loopback address
+  // (tests stay off the network).
+  const std::string listen =
+      absl::StrCat(IsLoopback(host_) ? host_ : "0.0.0.0", ":", port_);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  int bound = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  builder.RegisterService(worker_service_.get());
+  builder.RegisterService(master_service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || bound == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "task ", task_name_, " cannot listen on ", listen,
+        ": the port is in use or the address is not this machine's; stop "
+        "the process that holds it or choose another port"));
+  }
+  port_ = bound;
+  {
+    absl::MutexLock lock(&mu_);
+    cluster_[job_name_][task_index_] = absl::StrCat(host_, ":", port_);
+  }
+  worker_cache_->SetCluster(cluster());
+  RegisterLocalMaster(target(), master_);
+  return absl::OkStatus();
+}
+
+GrpcServer::~GrpcServer() { (void)Stop(); }
+
+std::string GrpcServer::target() const {
+  return absl::StrCat("grpc://", host_, ":", port_);
+}
+
+ClusterMap GrpcServer::cluster() const {
+  absl::MutexLock lock(&mu_);
+  return cluster_;
+}
+
+void GrpcServer::SetCluster(ClusterMap cluster) {
+  {
+    absl::MutexLock lock(&mu_);
+    cluster_ = cluster;
+  }
+  worker_cache_->SetCluster(std::move(cluster));
+}
+
+absl::Status GrpcServer::Join() {
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&stop_requested_));
+  }
+  // A stop requested over RPC is carried out here, off gRPC's threads.
+  absl::Status s = Stop();
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&stopped_));
+  return s;
+}
+
+absl::Status GrpcServer::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_requested_ = true;
+    if (stopping_) return absl::OkStatus();
+    stopping_ = true;
+  }
+  if (server_ != nullptr) UnregisterLocalMaster(target());
+  if (worker_ != nullptr) {
+    worker_->AbortAllSteps(absl::CancelledError(
+        absl::StrCat("task ", task_name_, " is stopping")));
+  }
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(kShutdownGraceMs));
+    server_->Wait();
+  }
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ShutdownTask(const std::string& address, const std::string& reason,
+                          int64_t timeout_ms) {
+  auto stub = proto::WorkerService::NewStub(NewChannel(address));
+  proto::ShutdownRequest request;
+  request.set_reason(reason);
+  proto::ShutdownResponse response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(timeout_ms));
+  // Wait for a task that is still starting, up to the deadline.
+  ctx.set_wait_for_ready(true);
+  return FromGrpcCallStatus(stub->Shutdown(&ctx, request, &response),
+                            "(shutdown target)", address, "Shutdown");
+}
+
+}  // namespace distflow

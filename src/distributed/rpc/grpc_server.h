@@ -1,0 +1,76 @@
+// The gRPC server of one task (the implementation of distflow::Server).
+#ifndef DISTFLOW_DISTRIBUTED_RPC_GRPC_SERVER_H_
+#define DISTFLOW_DISTRIBUTED_RPC_GRPC_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "base/thread_pool.h"
+#include "distflow/server.h"
+#include "distributed/master.h"
+#include "distributed/rpc/grpc_worker_cache.h"
+#include "distributed/worker.h"
+#include "grpcpp/grpcpp.h"
+
+namespace distflow {
+
+class GrpcServer : public Server {
+ public:
+  // As Server::Create, from job name -> addresses.
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(
+      ClusterMap cluster, const std::string& job_name, int task_index,
+      const ServerOptions& options = {});
+  ~GrpcServer() override;
+
+  std::string target() const override;
+  int port() const override { return port_; }
+  absl::Status Join() override;
+  absl::Status Stop() override;
+
+  // The cluster's addresses as this task knows them (its own with the bound
+  // port).
+  ClusterMap cluster() const;
+  // Tells the task the final addresses of the others (for tasks started on
+  // port 0, such as in tests).
+  void SetCluster(ClusterMap cluster);
+
+  Worker* worker() { return worker_.get(); }
+  Master* master() { return master_.get(); }
+  const std::string& task_name() const { return task_name_; }
+
+ private:
+  GrpcServer(ClusterMap cluster, std::string job_name, int task_index,
+             const ServerOptions& options);
+  absl::Status Start();
+
+  const std::string job_name_;
+  const int task_index_;
+  const std::string task_name_;
+  const ServerOptions options_;
+  std::string host_;
+  int port_ = 0;
+
+  ThreadPool inter_op_pool_;
+  ThreadPool intra_op_pool_;
+  ThreadPool master_pool_;
+  mutable absl::Mutex mu_;
+  ClusterMap cluster_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<GrpcWorkerCache> worker_cache_;
+  std::unique_ptr<Worker> worker_;
+  // Shared with sessions of this process that call it directly.
+  std::shared_ptr<Master> master_;
+  std::unique_ptr<grpc::Service> worker_service_;
+  std::unique_ptr<grpc::Service> master_service_;
+  std::unique_ptr<grpc::Server> server_;
+  // Stop requested (by Stop or over RPC); Stop started; Stop finished.
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_GRPC_SERVER_H_

@@ -1,0 +1,168 @@
+// The "grpc://host:port" session: the graph lives on the master of the task
+// at that address, which runs it on the cluster. Registered as the "grpc"
+// session factory when this file is linked (the distflow target links it
+// whole).
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/tensor_coding.h"
+#include "distributed/local_master.h"
+#include "distributed/rpc/grpc_remote_worker.h"
+#include "distributed/rpc/grpc_util.h"
+#include "proto/master.grpc.pb.h"
+#include "runtime/session_factory.h"
+
+namespace distflow {
+namespace {
+
+constexpr char kScheme[] = "grpc://";
+
+class GrpcSession : public Session {
+ public:
+  explicit GrpcSession(const std::string& target)
+      : target_(target),
+        address_(target.substr(sizeof(kScheme) - 1)),
+        stub_(proto::MasterService::NewStub(NewChannel(address_))) {}
+  ~GrpcSession() override { (void)Close(); }
+
+  absl::Status Extend(const proto::GraphDef& graph) override {
+    absl::MutexLock lock(&mu_);
+    if (closed_)
+      return absl::FailedPreconditionError("Extend on a closed session");
+    if (handle_.empty()) return CreateLocked(graph);
+    if (auto master = FindLocalMaster(target_)) {
+      return master->ExtendSession(handle_, graph);
+    }
+    proto::ExtendSessionRequest request;
+    request.set_session_handle(handle_);
+    *request.mutable_graph() = graph;
+    proto::ExtendSessionResponse response;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, deadlines_.control_ms);
+    return FromGrpcCallStatus(stub_->ExtendSession(&ctx, request, &response),
+                              "(master)", address_, "ExtendSession");
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Run(
+      const std::vector<std::pair<std::string, Tensor>>& feeds,
+      const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets) override {
+    proto::RunStepRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_)
+        return absl::FailedPreconditionError("Run on a closed session");
+      if (handle_.empty()) {
+        absl::Status s = CreateLocked(proto::GraphDef());
+        if (!s.ok()) return s;
+      }
+      request.set_session_handle(handle_);
+    }
+    if (auto master = FindLocalMaster(target_)) {
+      // The task's master is in this process: no RPC, no tensor copies.
+      return master->RunStep(request.session_handle(), feeds, fetches, targets);
+    }
+    for (const auto& [name, value] : feeds) {
+      request.add_feed_name(name);
+      TensorToProto(value, request.add_feed());
+    }
+    for (const auto& f : fetches) request.add_fetch(f);
+    for (const auto& t : targets) request.add_target(t);
+    proto::RunStepResponse response;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, deadlines_.step_ms);
+    absl::Status s =
+        FromGrpcCallStatus(stub_->RunStep(&ctx, request, &response), "(master)",
+                           address_, "RunStep");
+    if (!s.ok()) return s;
+    std::vector<Tensor> outputs;
+    for (const proto::TensorProto& t : response.fetch()) {
+      auto value = TensorFromProto(t);
+      if (!value.ok()) return value.status();
+      outputs.push_back(std::move(*value));
+    }
+    return outputs;
+  }
+
+  absl::Status Close() override {
+    std::string handle;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return absl::OkStatus();
+      closed_ = true;
+      handle = handle_;
+    }
+    if (handle.empty()) return absl::OkStatus();
+    if (auto master = FindLocalMaster(target_)) {
+      return master->CloseSession(handle);
+    }
+    proto::CloseSessionRequest request;
+    request.set_session_handle(handle);
+    proto::CloseSessionResponse response;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, deadlines_.control_ms);
+    return FromGrpcCallStatus(stub_->CloseSession(&ctx, request, &response),
+                              "(master)", address_, "CloseSession");
+  }
+
+ private:
+  static void SetDeadline(grpc::ClientContext* ctx, int64_t ms) {
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(ms));
+  }
+  absl::Status CreateLocked(const proto::GraphDef& graph)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (auto master = FindLocalMaster(target_)) {
+      auto handle = master->CreateSession(graph);
+      if (handle.ok()) handle_ = *handle;
+      return handle.status();
+    }
+    proto::CreateSessionRequest request;
+    *request.mutable_graph() = graph;
+    proto::CreateSessionResponse response;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, deadlines_.control_ms);
+    absl::Status s =
+        FromGrpcCallStatus(stub_->CreateSession(&ctx, request, &response),
+                           "(master)", address_, "CreateSession");
+    if (s.ok()) handle_ = response.session_handle();
+    return s;
+  }
+
+  const std::string target_;
+  const std::string address_;
+  const RpcDeadlines deadlines_;
+  std::unique_ptr<proto::MasterService::Stub> stub_;
+  absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::string handle_ ABSL_GUARDED_BY(mu_);
+};
+
+class GrpcSessionFactory : public SessionFactory {
+ public:
+  bool AcceptsTarget(const std::string& target) const override {
+    return absl::StartsWith(target, kScheme);
+  }
+  absl::StatusOr<std::unique_ptr<Session>> NewSession(
+      const SessionOptions& options) override {
+    if (options.target.size() <= sizeof(kScheme) - 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "session target '", options.target, "' names no host:port"));
+    }
+    return std::unique_ptr<Session>(new GrpcSession(options.target));
+  }
+};
+
+const bool kRegistered = [] {
+  RegisterSessionFactory("grpc", std::make_unique<GrpcSessionFactory>());
+  return true;
+}();
+
+}  // namespace
+}  // namespace distflow

@@ -1,0 +1,83 @@
+#include "distributed/rpc/grpc_util.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace distflow {
+namespace {
+constexpr int kKeepaliveTimeMs = 2000;
+constexpr int kKeepaliveTimeoutMs = 5000;
+constexpr int kMaxFrameSize = (1 << 24) - 1;  // HTTP/2's largest
+constexpr int kLookaheadBytes = 64 << 20;
+}  // namespace
+
+absl::Status FromGrpcStatus(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      s.error_message());
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
+}
+
+absl::Status FromGrpcCallStatus(const grpc::Status& s, const std::string& task,
+                                const std::string& address,
+                                const std::string& method) {
+  if (s.ok()) return absl::OkStatus();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(
+        absl::StrCat("task ", task, " at ", address, " is unavailable (",
+                     method, ": ", s.error_message(),
+                     "); check that its process is running and reachable"));
+  }
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "task ", task, " at ", address, " did not answer ", method,
+        " in time (", s.error_message(), "); it may be hung or overloaded"));
+  }
+  return FromGrpcStatus(s);
+}
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Every pair of tasks gets its own connection (no sharing between the
+  // master's and the worker's channels to one task).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Large tensors: big HTTP/2 frames and flow-control windows.
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, kMaxFrameSize);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kLookaheadBytes);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
+  builder->SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
+  builder->SetMaxSendMessageSize(std::numeric_limits<int>::max());
+  // A second server on a busy port must fail, not share it.
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                              kKeepaliveTimeoutMs);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder->AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, kMaxFrameSize);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                              kLookaheadBytes);
+}
+
+}  // namespace distflow

@@ -1,0 +1,34 @@
+// Conversions between gRPC and absl status, and the channel and server
+// settings every distflow connection uses.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_
+#define DISTFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "grpcpp/grpcpp.h"
+
+namespace distflow {
+
+absl::Status FromGrpcStatus(const grpc::Status& s);
+grpc::Status ToGrpcStatus(const absl::Status& s);
+
+// A status from a call to `address` (the task `task`): transport failures
+// (UNAVAILABLE, DEADLINE_EXCEEDED) name the task and address and say what to
+// check; other errors come from the remote code and pass unchanged.
+absl::Status FromGrpcCallStatus(const grpc::Status& s, const std::string& task,
+                                const std::string& address,
+                                const std::string& method);
+
+// A channel to "host:port" without message size limits, with keepalive pings
+// (a hung peer is detected within seconds) and quick reconnection (a
+// restarted task is reached soon after it is back).
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address);
+
+// Applies the matching server settings.
+void ConfigureServerBuilder(grpc::ServerBuilder* builder);
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_

@@ -1,0 +1,166 @@
+#include "distributed/rpc/tensor_wire.h"
+
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "core/tensor_coding.h"
+
+namespace distflow {
+namespace {
+
+// The tensor a slice points into, kept alive until gRPC is done with it.
+void ReleaseTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
+
+grpc::Slice HeaderSlice(const proto::PushTensorHeader& header) {
+  const std::string bytes = header.SerializeAsString();
+  std::string framed(4, '\0');
+  const uint32_t n = static_cast<uint32_t>(bytes.size());
+  for (int i = 0; i < 4; ++i)
+    framed[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  framed += bytes;
+  return grpc::Slice(framed);
+}
+
+// Copies `n` bytes starting `skip` bytes into the concatenation of `slices`.
+void CopyOut(const std::vector<grpc::Slice>& slices, size_t skip, size_t n,
+             char* out) {
+  for (const grpc::Slice& s : slices) {
+    if (n == 0) return;
+    if (skip >= s.size()) {
+      skip -= s.size();
+      continue;
+    }
+    const size_t take = std::min(n, s.size() - skip);
+    std::memcpy(out, s.begin() + skip, take);
+    out += take;
+    n -= take;
+    skip = 0;
+  }
+}
+
+}  // namespace
+
+std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
+                                               const std::string& key,
+                                               const Tensor& value,
+                                               int64_t chunk_bytes) {
+  proto::PushTensorHeader header;
+  header.set_step_id(step_id);
+  header.set_key(key);
+  header.set_dtype(DataTypeToProto(value.dtype()));
+  ShapeToProto(value.shape(), header.mutable_shape());
+  std::vector<grpc::ByteBuffer> messages;
+  if (DataTypeSize(value.dtype()) == 0) {
+    TensorToProto(value, header.mutable_small_tensor());
+    grpc::Slice slice = HeaderSlice(header);
+    messages.emplace_back(&slice, 1);
+    return messages;
+  }
+  const int64_t total = static_cast<int64_t>(value.TotalBytes());
+  header.set_total_bytes(total);
+  int64_t offset = 0;
+  do {
+    const int64_t n = std::min(chunk_bytes, total - offset);
+    header.set_offset(offset);
+    grpc::Slice slices[2] = {HeaderSlice(header), grpc::Slice()};
+    size_t count = 1;
+    if (n > 0) {
+      slices[1] = grpc::Slice(static_cast<char*>(value.raw_data()) + offset,
+                              static_cast<size_t>(n), &ReleaseTensor,
+                              new Tensor(value));
+      count = 2;
+    }
+    messages.emplace_back(slices, count);
+    offset += n;
+  } while (offset < total);
+  return messages;
+}
+
+absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
+    const grpc::ByteBuffer& message) {
+  std::vector<grpc::Slice> slices;
+  if (!message.Dump(&slices).ok()) {
+    return absl::InvalidArgumentError("PushTensor: unreadable message");
+  }
+  const size_t size = message.Length();
+  unsigned char len_bytes[4];
+  if (size < 4) return absl::InvalidArgumentError("PushTensor: short message");
+  CopyOut(slices, 0, 4, reinterpret_cast<char*>(len_bytes));
+  const size_t header_len = len_bytes[0] | (len_bytes[1] << 8) |
+                            (len_bytes[2] << 16) |
+                            (static_cast<size_t>(len_bytes[3]) << 24);
+  if (4 + header_len > size) {
+    return absl::InvalidArgumentError("PushTensor: header overruns message");
+  }
+  std::string header_bytes(header_len, '\0');
+  CopyOut(slices, 4, header_len, header_bytes.data());
+  proto::PushTensorHeader header;
+  if (!header.ParseFromString(header_bytes)) {
+    return absl::InvalidArgumentError("PushTensor: malformed header");
+  }
+  Complete out;
+  out.step_id = header.step_id();
+  out.key = header.key();
+  if (header.has_small_tensor()) {
+    DF_ASSIGN_OR_RETURN(out.value, TensorFromProto(header.small_tensor()));
+    return out;
+  }
+  DF_ASSIGN_OR_RETURN(DataType dtype, DataTypeFromProto(header.dtype()));
+  DF_ASSIGN_OR_RETURN(TensorShape shape, TensorShapeFromProto(header.shape()));
+  const int64_t data_len = static_cast<int64_t>(size - 4 - header_len);
+  const int64_t total = header.total_bytes();
+  const int64_t want =
+      shape.num_elements() * static_cast<int64_t>(DataTypeSize(dtype));
+  if (DataTypeSize(dtype) == 0 || total != want || header.offset() < 0 ||
+      header.offset() + data_len > total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushTensor '", header.key(), "': ", data_len,
+                     " bytes at offset ", header.offset(), " do not fit a ",
+                     DataTypeName(dtype), shape.DebugString(), " tensor"));
+  }
+  if (data_len == total) {
+    // The whole tensor in one message: one copy, from gRPC's slices straight
+    // into the (aligned) tensor buffer.
+    out.value = Tensor::Uninitialized(dtype, shape);
+    CopyOut(slices, 4 + header_len, data_len,
+            static_cast<char*>(out.value.raw_data()));
+    return out;
+  }
+  // One chunk of several: copy it in place outside the lock.
+  const auto id = std::make_pair(header.step_id(), header.key());
+  Tensor target;
+  {
+    absl::MutexLock lock(&mu_);
+    Partial& partial = partial_[id];
+    if (!partial.value.IsInitialized()) {
+      partial.value = Tensor::Uninitialized(dtype, shape);
+    }
+    target = partial.value;
+  }
+  CopyOut(slices, 4 + header_len, data_len,
+          static_cast<char*>(target.raw_data()) + header.offset());
+  absl::MutexLock lock(&mu_);
+  auto it = partial_.find(id);
+  if (it == partial_.end()) return out;  // dropped meanwhile
+  it->second.received += data_len;
+  if (it->second.received == total) {
+    out.value = std::move(it->second.value);
+    partial_.erase(it);
+  }
+  return out;
+}
+
+void PushAssembler::DropStep(int64_t step_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = partial_.begin(); it != partial_.end();) {
+    if (it->first.first == step_id) {
+      partial_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace distflow

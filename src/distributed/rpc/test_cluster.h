@@ -1,0 +1,76 @@
+// An in-process cluster for tests of distributed code: one real gRPC server
+// per task on 127.0.0.1, on ports the system picks.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_TEST_CLUSTER_H_
+#define DISTFLOW_DISTRIBUTED_RPC_TEST_CLUSTER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "distributed/rpc/grpc_server.h"
+
+namespace distflow {
+
+class TestCluster {
+ public:
+  // Starts tasks[job] servers for every job, then tells every server the
+  // final addresses.
+  static absl::StatusOr<std::unique_ptr<TestCluster>> Create(
+      const std::map<std::string, int>& tasks,
+      const ServerOptions& options = {}) {
+    auto cluster = std::unique_ptr<TestCluster>(new TestCluster);
+    ClusterMap placeholder;
+    for (const auto& [job, n] : tasks) {
+      placeholder[job].assign(n, "127.0.0.1:0");
+    }
+    for (const auto& [job, n] : tasks) {
+      for (int i = 0; i < n; ++i) {
+        auto server = GrpcServer::Create(placeholder, job, i, options);
+        if (!server.ok()) return server.status();
+        cluster->cluster_[job].push_back(
+            absl::StrCat("127.0.0.1:", (*server)->port()));
+        cluster->servers_[job].push_back(std::move(*server));
+      }
+    }
+    cluster->Broadcast();
+    return cluster;
+  }
+
+  GrpcServer* server(const std::string& job, int index) {
+    return servers_[job][index].get();
+  }
+  const ClusterMap& cluster() const { return cluster_; }
+  std::string address(const std::string& job, int index) {
+    return cluster_[job][index];
+  }
+  // Stops and destroys one task's server (a dead task).
+  void Kill(const std::string& job, int index) { servers_[job][index].reset(); }
+  // Starts a fresh server for a task on its old address (a restarted task).
+  absl::Status Restart(const std::string& job, int index,
+                       const ServerOptions& options = {}) {
+    servers_[job][index].reset();
+    auto server = GrpcServer::Create(cluster_, job, index, options);
+    if (!server.ok()) return server.status();
+    servers_[job][index] = std::move(*server);
+    return absl::OkStatus();
+  }
+
+ private:
+  TestCluster() = default;
+  void Broadcast() {
+    for (auto& [job, servers] : servers_) {
+      for (auto& s : servers) {
+        if (s != nullptr) s->SetCluster(cluster_);
+      }
+    }
+  }
+  ClusterMap cluster_;
+  std::map<std::string, std::vector<std::unique_ptr<GrpcServer>>> servers_;
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_TEST_CLUSTER_H_

@@ -1,0 +1,318 @@
+#include "distributed/worker.h"
+
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "core/tensor_coding.h"
+#include "graph/graph_def_io.h"
+#include "graph/placer.h"
+#include "runtime/call_frame.h"
+#include "runtime/rendezvous.h"
+
+namespace distflow {
+namespace {
+
+// How many finished step ids a worker remembers to refuse late tensors.
+constexpr size_t kFinishedStepsRemembered = 1 << 16;
+
+uint64_t NewIncarnation() {
+  std::random_device rd;
+  std::mt19937_64 gen((uint64_t{rd()} << 32) ^ rd());
+  uint64_t value = 0;
+  while (value == 0) value = gen();  // 0 means "any" on the wire
+  return value;
+}
+
+}  // namespace
+
+// The rendezvous of one step on this task: values for this task wait in a
+// local table; values for another task are pushed to it.
+class Worker::StepRendezvous : public Rendezvous {
+ public:
+  StepRendezvous(Worker* worker, int64_t step_id)
+      : worker_(worker), step_id_(step_id) {}
+
+  void SendAsync(const std::string& key, const Tensor& value,
+                 SendCallback done) override {
+    std::vector<absl::string_view> parts = absl::StrSplit(key, ';');
+    if (parts.size() != 3) {
+      done(absl::InternalError(
+          absl::StrCat("malformed rendezvous key '", key, "'")));
+      return;
+    }
+    if (TaskOfDevice(std::string(parts[1])) == worker_->task_name()) {
+      local_.SendAsync(key, value, std::move(done));
+      return;
+    }
+    absl::Status aborted = local_.status();
+    if (!aborted.ok()) {
+      done(aborted);
+      return;
+    }
+    worker_->Push(step_id_, key, value, std::move(done));
+  }
+  void RecvAsync(const std::string& key, RecvCallback done) override {
+    local_.RecvAsync(key, std::move(done));
+  }
+  void StartAbort(const absl::Status& status) override {
+    local_.StartAbort(status);
+  }
+  // A value pushed by another task.
+  void Deliver(const std::string& key, const Tensor& value, SendCallback done) {
+    local_.SendAsync(key, value, std::move(done));
+  }
+
+ private:
+  Worker* const worker_;
+  const int64_t step_id_;
+  LocalRendezvous local_;
+};
+
+Worker::Worker(WorkerEnv env)
+    : env_(std::move(env)),
+      incarnation_(NewIncarnation()),
+      device_(env_.task_name + "/device:CPU:0", env_.intra_op_pool) {}
+
+Worker::~Worker() { AbortAllSteps(absl::CancelledError("worker destroyed")); }
+
+void Worker::GetStatusAsync(const proto::GetStatusRequest* request,
+                            proto::GetStatusResponse* response,
+                            StatusCallback done) {
+  response->set_task(env_.task_name);
+  response->set_incarnation(incarnation_);
+  done(absl::OkStatus());
+}
+
+void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+                                proto::RegisterGraphResponse* response,
+                                StatusCallback done) {
+  auto graph = std::make_unique<Graph>();
+  absl::Status s = ImportGraphDef(request->graph(), graph.get());
+  if (s.ok()) {
+    for (const auto& node : graph->nodes()) {
+      node->set_assigned_device(device_.name());
+    }
+  }
+  std::unique_ptr<Executor> executor;
+  if (s.ok()) {
+    Executor::Options options;
+    options.device = &device_;
+    auto created = Executor::Create(std::move(graph), options);
+    if (created.ok()) {
+      executor = std::move(*created);
+    } else {
+      s = created.status();
+    }
+  }
+  if (!s.ok()) {
+    done(AddErrorContext(
+        s, absl::StrCat("registering a graph on task ", env_.task_name)));
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    const std::string handle = absl::StrCat("graph_", next_graph_id_++);
+    graphs_.emplace(handle, std::move(executor));
+    response->set_graph_handle(handle);
+  }
+  response->set_incarnation(incarnation_);
+  done(absl::OkStatus());
+}
+
+void Worker::DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+                                  proto::DeregisterGraphResponse* response,
+                                  StatusCallback done) {
+  {
+    absl::MutexLock lock(&mu_);
+    // Running steps hold their own reference to the executor.
+    graphs_.erase(request->graph_handle());
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::RunGraphAsync(const proto::RunGraphRequest* request,
+                           proto::RunGraphResponse* response,
+                           StatusCallback done) {
+  std::vector<Tensor> args;
+  for (const proto::TensorProto& feed : request->feed()) {
+    auto value = TensorFromProto(feed);
+    if (!value.ok()) {
+      done(AddErrorContext(value.status(), "RunGraph feed"));
+      return;
+    }
+    args.push_back(std::move(*value));
+  }
+  RunGraphImpl(*request, std::move(args),
+               [response, done = std::move(done)](absl::Status s,
+                                                  std::vector<Tensor> retvals) {
+                 if (s.ok()) {
+                   for (const Tensor& value : retvals) {
+                     proto::TensorProto* out = response->add_fetch();
+                     if (value.IsInitialized()) TensorToProto(value, out);
+                   }
+                 }
+                 done(s);
+               });
+}
+
+void Worker::RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
+                                      std::vector<Tensor> feeds,
+                                      std::vector<Tensor>* fetches,
+                                      StatusCallback done) {
+  RunGraphImpl(*request, std::move(feeds),
+               [fetches, done = std::move(done)](absl::Status s,
+                                                 std::vector<Tensor> retvals) {
+                 if (s.ok()) *fetches = std::move(retvals);
+                 done(s);
+               });
+}
+
+void Worker::RunGraphImpl(
+    const proto::RunGraphRequest& request, std::vector<Tensor> args,
+    std::function<void(absl::Status, std::vector<Tensor>)> done) {
+  const int64_t step_id = request.step_id();
+  if (request.incarnation() != 0 && request.incarnation() != incarnation_) {
+    done(absl::AbortedError(absl::StrCat(
+             "task ", env_.task_name,
+             " restarted since its graph was registered (incarnation ",
+             request.incarnation(), ", now ", incarnation_,
+             "); the graph must be registered again")),
+         {});
+    return;
+  }
+  std::shared_ptr<Executor> executor;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = graphs_.find(request.graph_handle());
+    if (it != graphs_.end()) executor = it->second;
+  }
+  if (executor == nullptr) {
+    done(absl::AbortedError(absl::StrCat(
+             "task ", env_.task_name, " has no graph '", request.graph_handle(),
+             "' (the task restarted or the session closed); register it "
+             "again")),
+         {});
+    return;
+  }
+  absl::Status status;
+  std::shared_ptr<Step> step = FindOrCreateStep(step_id, &status);
+  if (step == nullptr) {
+    done(status, {});
+    return;
+  }
+  auto frame =
+      std::make_shared<RunCallFrame>(std::move(args), request.num_fetches());
+  Executor::RunArgs run_args;
+  run_args.call_frame = frame.get();
+  run_args.step_id = step_id;
+  run_args.cancellation = &step->cancellation;
+  run_args.runner = env_.inter_op_pool;
+  run_args.rendezvous = step->rendezvous.get();
+  executor->RunAsync(run_args, [this, step, executor, frame, step_id,
+                                done = std::move(done)](absl::Status s) {
+    if (!s.ok()) step->rendezvous->StartAbort(s);
+    FinishStep(step_id);
+    if (!s.ok() && s.message().find("task /job:") == absl::string_view::npos) {
+      s = AddErrorContext(s, absl::StrCat("on task ", env_.task_name));
+    }
+    done(s, s.ok() ? frame->TakeRetvals() : std::vector<Tensor>());
+  });
+}
+
+void Worker::AbortStepAsync(const proto::AbortStepRequest* request,
+                            proto::AbortStepResponse* response,
+                            StatusCallback done) {
+  absl::Status reason(static_cast<absl::StatusCode>(request->code()),
+                      request->message());
+  if (reason.ok()) reason = absl::AbortedError("step aborted by its master");
+  std::shared_ptr<Step> step;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = steps_.find(request->step_id());
+    if (it != steps_.end()) step = it->second;
+  }
+  if (step != nullptr) {
+    step->rendezvous->StartAbort(reason);
+    step->cancellation.StartCancel();
+  }
+  FinishStep(request->step_id());
+  done(absl::OkStatus());
+}
+
+void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
+                             const Tensor& value, StatusCallback done) {
+  absl::Status status;
+  std::shared_ptr<Step> step = FindOrCreateStep(step_id, &status);
+  if (step == nullptr) {
+    done(status);
+    return;
+  }
+  step->rendezvous->Deliver(key, value, std::move(done));
+}
+
+void Worker::ShutdownAsync(const proto::ShutdownRequest* request,
+                           proto::ShutdownResponse* response,
+                           StatusCallback done) {
+  // Answer first: the stop may tear down the transport this reply travels on.
+  done(absl::OkStatus());
+  if (env_.request_stop) env_.request_stop(request->reason());
+}
+
+void Worker::AbortAllSteps(const absl::Status& status) {
+  std::vector<std::shared_ptr<Step>> steps;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, step] : steps_) steps.push_back(step);
+  }
+  for (auto& step : steps) {
+    step->rendezvous->StartAbort(status);
+    step->cancellation.StartCancel();
+  }
+}
+
+std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(int64_t step_id,
+                                                       absl::Status* status) {
+  absl::MutexLock lock(&mu_);
+  auto it = steps_.find(step_id);
+  if (it != steps_.end()) return it->second;
+  if (finished_.contains(step_id)) {
+    *status = absl::AbortedError(absl::StrCat(
+        "step ", step_id, " has already finished or was aborted on task ",
+        env_.task_name));
+    return nullptr;
+  }
+  auto step = std::make_shared<Step>();
+  step->rendezvous = std::make_shared<StepRendezvous>(this, step_id);
+  steps_.emplace(step_id, step);
+  return step;
+}
+
+void Worker::FinishStep(int64_t step_id) {
+  absl::MutexLock lock(&mu_);
+  steps_.erase(step_id);
+  if (finished_.insert(step_id).second) {
+    finished_order_.push_back(step_id);
+    if (finished_order_.size() > kFinishedStepsRemembered) {
+      finished_.erase(finished_order_.front());
+      finished_order_.pop_front();
+    }
+  }
+}
+
+void Worker::Push(int64_t step_id, const std::string& key, const Tensor& value,
+                  StatusCallback done) {
+  std::vector<absl::string_view> parts = absl::StrSplit(key, ';');
+  const std::string task = TaskOfDevice(std::string(parts[1]));
+  auto worker = env_.worker_cache->GetWorker(task);
+  if (!worker.ok()) {
+    done(worker.status());
+    return;
+  }
+  (*worker)->PushTensorAsync(step_id, key, value, std::move(done));
+}
+
+}  // namespace distflow

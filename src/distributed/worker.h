@@ -1,0 +1,121 @@
+// The worker of one task: runs registered graph partitions for steps and
+// exchanges their cut tensors with other tasks.
+//
+// Graphs are registered by masters (one partition per task per signature of a
+// session) and run under a step id shared by every partition of the step. A
+// step's tensors meet in a per-step rendezvous: values this task produces for
+// another task are pushed to that task's worker (WorkerCacheInterface), and
+// values pushed to this task wait there for their _Recv. The incarnation, a
+// random number chosen at construction, tells a restarted task from the one
+// it replaced: a RunGraph that names another incarnation fails with ABORTED
+// and must re-register.
+#ifndef DISTFLOW_DISTRIBUTED_WORKER_H_
+#define DISTFLOW_DISTRIBUTED_WORKER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "base/thread_pool.h"
+#include "distributed/worker_interface.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+
+namespace distflow {
+
+struct WorkerEnv {
+  // "/job:ps/replica:0/task:0"
+  std::string task_name;
+  // Workers of the other tasks, for pushing tensors; not owned, outlives the
+  // worker.
+  WorkerCacheInterface* worker_cache = nullptr;
+  // Threads that run ops (not owned; outlive the worker).
+  ThreadPool* inter_op_pool = nullptr;
+  ThreadPool* intra_op_pool = nullptr;
+  // Called (once per request) by Shutdown; may be empty.
+  std::function<void(const std::string& reason)> request_stop;
+};
+
+class Worker : public WorkerInterface {
+ public:
+  explicit Worker(WorkerEnv env);
+  ~Worker() override;
+
+  void GetStatusAsync(const proto::GetStatusRequest* request,
+                      proto::GetStatusResponse* response,
+                      StatusCallback done) override;
+  void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+                          proto::RegisterGraphResponse* response,
+                          StatusCallback done) override;
+  void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
+                            proto::DeregisterGraphResponse* response,
+                            StatusCallback done) override;
+  void RunGraphAsync(const proto::RunGraphRequest* request,
+                     proto::RunGraphResponse* response,
+                     StatusCallback done) override;
+  void RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
+                                std::vector<Tensor> feeds,
+                                std::vector<Tensor>* fetches,
+                                StatusCallback done) override;
+  void AbortStepAsync(const proto::AbortStepRequest* request,
+                      proto::AbortStepResponse* response,
+                      StatusCallback done) override;
+  void PushTensorAsync(int64_t step_id, const std::string& key,
+                       const Tensor& value, StatusCallback done) override;
+  void ShutdownAsync(const proto::ShutdownRequest* request,
+                     proto::ShutdownResponse* response,
+                     StatusCallback done) override;
+
+  uint64_t incarnation() const { return incarnation_; }
+  const std::string& task_name() const { return env_.task_name; }
+  // The task's one device (its variables live here).
+  CpuDevice* device() { return &device_; }
+  // Aborts every running step with `status` (the server is stopping).
+  void AbortAllSteps(const absl::Status& status);
+
+ private:
+  class StepRendezvous;
+  struct Step {
+    std::shared_ptr<StepRendezvous> rendezvous;
+    CancellationManager cancellation;
+  };
+
+  // Runs a registered graph for a step; `done` gets the status and the
+  // values of the _Retvals by index.
+  void RunGraphImpl(
+      const proto::RunGraphRequest& request, std::vector<Tensor> args,
+      std::function<void(absl::Status, std::vector<Tensor>)> done);
+  // The state of `step_id`, made on first use; null (with the reason in
+  // `*status`) if the step has already finished on this task.
+  std::shared_ptr<Step> FindOrCreateStep(int64_t step_id, absl::Status* status);
+  // Forgets the step and refuses tensors pushed for it from now on.
+  void FinishStep(int64_t step_id);
+  void Push(int64_t step_id, const std::string& key, const Tensor& value,
+            StatusCallback done);
+
+  const WorkerEnv env_;
+  const uint64_t incarnation_;
+  CpuDevice device_;
+
+  absl::Mutex mu_;
+  int64_t next_graph_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<std::string, std::shared_ptr<Executor>> graphs_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, std::shared_ptr<Step>> steps_
+      ABSL_GUARDED_BY(mu_);
+  // Recently finished steps, oldest first, bounded: late pushes for them are
+  // dropped instead of creating a step that nobody runs.
+  std::deque<int64_t> finished_order_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int64_t> finished_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_WORKER_H_

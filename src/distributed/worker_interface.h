@@ -1,0 +1,76 @@
+// What a master (or another worker) can ask of a task's worker, wherever it
+// runs: in this process (distributed/worker.h) or behind gRPC
+// (distributed/rpc/grpc_remote_worker.h).
+//
+// Every method is asynchronous: it returns at once and calls `done` exactly
+// once, on some thread, when the response is filled in or with the error.
+// Requests and responses are owned by the caller and must live until `done`
+// runs. Errors from a remote task name its address. Thread-safe.
+#ifndef DISTFLOW_DISTRIBUTED_WORKER_INTERFACE_H_
+#define DISTFLOW_DISTRIBUTED_WORKER_INTERFACE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "distflow/tensor.h"
+#include "proto/worker.pb.h"
+
+namespace distflow {
+
+using StatusCallback = std::function<void(const absl::Status&)>;
+
+class WorkerInterface {
+ public:
+  virtual ~WorkerInterface() = default;
+
+  virtual void GetStatusAsync(const proto::GetStatusRequest* request,
+                              proto::GetStatusResponse* response,
+                              StatusCallback done) = 0;
+  virtual void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
+                                  proto::RegisterGraphResponse* response,
+                                  StatusCallback done) = 0;
+  virtual void DeregisterGraphAsync(
+      const proto::DeregisterGraphRequest* request,
+      proto::DeregisterGraphResponse* response, StatusCallback done) = 0;
+  virtual void RunGraphAsync(const proto::RunGraphRequest* request,
+                             proto::RunGraphResponse* response,
+                             StatusCallback done) = 0;
+  // RunGraph with the feeds and fetches as tensors. `request` holds all but
+  // the feeds; `fetches` (owned by the caller) receives num_fetches entries,
+  // uninitialized for fetches of other partitions. An in-process worker
+  // passes the tensors without copies; the default encodes them into the
+  // request and decodes the response.
+  virtual void RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
+                                        std::vector<Tensor> feeds,
+                                        std::vector<Tensor>* fetches,
+                                        StatusCallback done);
+  virtual void AbortStepAsync(const proto::AbortStepRequest* request,
+                              proto::AbortStepResponse* response,
+                              StatusCallback done) = 0;
+  // Delivers `value`, sent under `key` in step `step_id`, to this worker's
+  // rendezvous for that step. `done` runs once the worker holds the value.
+  virtual void PushTensorAsync(int64_t step_id, const std::string& key,
+                               const Tensor& value, StatusCallback done) = 0;
+  virtual void ShutdownAsync(const proto::ShutdownRequest* request,
+                             proto::ShutdownResponse* response,
+                             StatusCallback done) = 0;
+};
+
+// Task name ("/job:ps/replica:0/task:0") -> its worker.
+class WorkerCacheInterface {
+ public:
+  virtual ~WorkerCacheInterface() = default;
+  // The worker of `task` (owned by the cache, valid as long as it);
+  // INVALID_ARGUMENT naming the task if the cluster has no such task.
+  virtual absl::StatusOr<WorkerInterface*> GetWorker(
+      const std::string& task) = 0;
+  // "host:port" of `task`, or "" if unknown (for error messages).
+  virtual std::string AddressOf(const std::string& task) = 0;
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_WORKER_INTERFACE_H_

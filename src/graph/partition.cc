@@ -1,0 +1,150 @@
+#include "graph/partition.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "graph/attr_value.h"
+#include "graph/placer.h"
+
+namespace distflow {
+namespace {
+
+// A name that cannot clash with user nodes ('/' separates scopes; ':' is not
+// allowed in node names, so "src:1" is made "src_1").
+std::string EdgeNodeName(absl::string_view kind, const Node& src, int index,
+                         const std::string& dst_task) {
+  std::string task = dst_task;
+  for (char& c : task) {
+    if (c == '/' || c == ':') c = '_';
+  }
+  return absl::StrCat("_df_", kind, "/", src.name(), "_", index, task);
+}
+
+class Partitioner {
+ public:
+  explicit Partitioner(const Graph& graph) : graph_(graph) {}
+
+  absl::StatusOr<std::map<std::string, proto::GraphDef>> Run() {
+    for (const auto& node : graph_.nodes()) {
+      if (node->assigned_device().empty()) {
+        return absl::InternalError(
+            absl::StrCat(node->DebugName(),
+                         " has no assigned device; place the graph "
+                         "before partitioning it"));
+      }
+    }
+    for (const auto& node : graph_.nodes()) {
+      const std::string& device = node->assigned_device();
+      const std::string task = TaskOfDevice(device);
+      proto::NodeDef def = node->def();
+      def.clear_input();
+      for (int i = 0; i < node->num_inputs(); ++i) {
+        const Endpoint& in = node->input(i);
+        if (TaskOfDevice(in.node->assigned_device()) == task) {
+          def.add_input(absl::StrCat(in.node->name(), ":", in.index));
+        } else {
+          def.add_input(CrossData(*in.node, in.index, device));
+        }
+      }
+      for (const Node* in : node->control_inputs()) {
+        if (TaskOfDevice(in->assigned_device()) == task) {
+          def.add_input(absl::StrCat("^", in->name()));
+        } else {
+          def.add_input(absl::StrCat("^", CrossControl(*in, device)));
+        }
+      }
+      *parts_[task].add_node() = std::move(def);
+    }
+    return std::move(parts_);
+  }
+
+ private:
+  // The name of the _Recv on `dst_device`'s task that delivers src:index.
+  std::string CrossData(const Node& src, int index,
+                        const std::string& dst_device) {
+    const std::string dst_task = TaskOfDevice(dst_device);
+    const std::string recv_name = EdgeNodeName("recv", src, index, dst_task);
+    if (!made_.emplace(recv_name).second) return recv_name;
+    const std::string edge = absl::StrCat(src.name(), ":", index);
+    const std::string& src_device = src.assigned_device();
+
+    proto::NodeDef* send = parts_[TaskOfDevice(src_device)].add_node();
+    send->set_name(EdgeNodeName("send", src, index, dst_task));
+    send->set_op("_Send");
+    send->add_input(edge);
+    send->set_assigned_device(src_device);
+    auto& send_attr = *send->mutable_attr();
+    send_attr["T"] = MakeAttr(src.output_type(index));
+    send_attr["tensor_name"] = MakeAttr(edge);
+    send_attr["send_device"] = MakeAttr(src_device);
+    send_attr["recv_device"] = MakeAttr(dst_device);
+
+    proto::NodeDef* recv = parts_[dst_task].add_node();
+    recv->set_name(recv_name);
+    recv->set_op("_Recv");
+    recv->set_assigned_device(dst_device);
+    auto& recv_attr = *recv->mutable_attr();
+    recv_attr["tensor_type"] = MakeAttr(src.output_type(index));
+    recv_attr["tensor_name"] = MakeAttr(edge);
+    recv_attr["send_device"] = MakeAttr(src_device);
+    recv_attr["recv_device"] = MakeAttr(dst_device);
+    recv_attr["shape"] = MakeAttr(src.output_shape(index));
+    return recv_name;
+  }
+
+  // A control edge crosses as a scalar made after `src` ran.
+  std::string CrossControl(const Node& src, const std::string& dst_device) {
+    const std::string dst_task = TaskOfDevice(dst_device);
+    const std::string recv_name = EdgeNodeName("ctrl_recv", src, 0, dst_task);
+    if (!made_.emplace(recv_name).second) return recv_name;
+    const std::string& src_device = src.assigned_device();
+    const std::string edge = absl::StrCat("^", src.name());
+    proto::GraphDef& src_part = parts_[TaskOfDevice(src_device)];
+
+    const std::string dummy_name = EdgeNodeName("ctrl", src, 0, dst_task);
+    proto::NodeDef* dummy = src_part.add_node();
+    dummy->set_name(dummy_name);
+    dummy->set_op("Const");
+    dummy->add_input(absl::StrCat("^", src.name()));
+    dummy->set_assigned_device(src_device);
+    (*dummy->mutable_attr())["dtype"] = MakeAttr(DataType::kFloat);
+    (*dummy->mutable_attr())["value"] = MakeAttr(Tensor::Scalar<float>(0));
+
+    proto::NodeDef* send = src_part.add_node();
+    send->set_name(EdgeNodeName("ctrl_send", src, 0, dst_task));
+    send->set_op("_Send");
+    send->add_input(dummy_name);
+    send->set_assigned_device(src_device);
+    auto& send_attr = *send->mutable_attr();
+    send_attr["T"] = MakeAttr(DataType::kFloat);
+    send_attr["tensor_name"] = MakeAttr(edge);
+    send_attr["send_device"] = MakeAttr(src_device);
+    send_attr["recv_device"] = MakeAttr(dst_device);
+
+    proto::NodeDef* recv = parts_[dst_task].add_node();
+    recv->set_name(recv_name);
+    recv->set_op("_Recv");
+    recv->set_assigned_device(dst_device);
+    auto& recv_attr = *recv->mutable_attr();
+    recv_attr["tensor_type"] = MakeAttr(DataType::kFloat);
+    recv_attr["tensor_name"] = MakeAttr(edge);
+    recv_attr["send_device"] = MakeAttr(src_device);
+    recv_attr["recv_device"] = MakeAttr(dst_device);
+    recv_attr["shape"] = MakeAttr(TensorShape());
+    return recv_name;
+  }
+
+  const Graph& graph_;
+  std::map<std::string, proto::GraphDef> parts_;
+  absl::flat_hash_set<std::string> made_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, proto::GraphDef>> PartitionGraph(
+    const Graph& graph) {
+  return Partitioner(graph).Run();
+}
+
+}  // namespace distflow

@@ -1,0 +1,81 @@
+// _Send and _Recv kernels: hand a tensor to the step's rendezvous, and wait
+// for one from it without holding a thread.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/kernel_families.h"
+
+namespace distflow {
+namespace {
+
+std::string KeyFromAttrs(OpKernelConstruction* ctx) {
+  std::string send_device, recv_device, tensor_name;
+  ctx->SetStatus(ctx->GetAttr("send_device", &send_device));
+  ctx->SetStatus(ctx->GetAttr("recv_device", &recv_device));
+  ctx->SetStatus(ctx->GetAttr("tensor_name", &tensor_name));
+  return MakeRendezvousKey(send_device, recv_device, tensor_name);
+}
+
+absl::Status NoRendezvous(const std::string& op, const std::string& name) {
+  return absl::InternalError(
+      absl::StrCat(op, " '", name,
+                   "' ran without a rendezvous: partitioned graphs must run "
+                   "on a worker"));
+}
+
+// Async so that the step waits until the value has reached the receiving
+// task (errors on the way fail the step that sent it).
+class SendOp : public AsyncOpKernel {
+ public:
+  explicit SendOp(OpKernelConstruction* ctx)
+      : AsyncOpKernel(ctx), key_(KeyFromAttrs(ctx)) {}
+  void ComputeAsync(OpKernelContext* ctx, std::function<void()> done) override {
+    if (ctx->rendezvous() == nullptr) {
+      ctx->SetStatus(NoRendezvous("_Send", name()));
+      done();
+      return;
+    }
+    ctx->rendezvous()->SendAsync(key_, ctx->input(0),
+                                 [ctx, done](const absl::Status& s) {
+                                   ctx->SetStatus(s);
+                                   done();
+                                 });
+  }
+
+ private:
+  std::string key_;
+};
+
+class RecvOp : public AsyncOpKernel {
+ public:
+  explicit RecvOp(OpKernelConstruction* ctx)
+      : AsyncOpKernel(ctx), key_(KeyFromAttrs(ctx)) {}
+  void ComputeAsync(OpKernelContext* ctx, std::function<void()> done) override {
+    if (ctx->rendezvous() == nullptr) {
+      ctx->SetStatus(NoRendezvous("_Recv", name()));
+      done();
+      return;
+    }
+    ctx->rendezvous()->RecvAsync(
+        key_, [ctx, done](const absl::Status& s, const Tensor& value) {
+          if (s.ok()) {
+            ctx->set_output(0, value);
+          } else {
+            ctx->SetStatus(s);
+          }
+          done();
+        });
+  }
+
+ private:
+  std::string key_;
+};
+
+}  // namespace
+
+void RegisterSendRecvKernels(KernelRegistry* r) {
+  RegisterCpuKernel<SendOp>(r, "_Send");
+  RegisterCpuKernel<RecvOp>(r, "_Recv");
+}
+
+}  // namespace distflow
