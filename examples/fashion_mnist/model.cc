@@ -1,7 +1,6 @@
 #include "examples/fashion_mnist/model.h"
 
-#include "distflow/layers.h"
-#include "distflow/train/optimizer.h"
+#include "distflow/distflow.h"
 
 namespace fashion_mnist {
 
@@ -10,14 +9,27 @@ using df::Activation;
 
 namespace {
 
+df::layers::DenseOptions DenseNamed(const char* name, int64_t seed) {
+  df::layers::DenseOptions o;
+  o.name = name;
+  o.seed = seed;
+  return o;
+}
+df::layers::Conv2DOptions ConvNamed(const char* name, int64_t seed) {
+  df::layers::Conv2DOptions o;
+  o.name = name;
+  o.seed = seed;
+  return o;
+}
+
 // 784-256-128-10 with ReLUs: the MLP of the dataset's benchmark table.
 df::Output Mlp(const df::Scope& s, const df::Output& images, int64_t seed) {
   auto hidden1 = df::layers::Dense(s, images, 256, Activation::kRelu,
-                                   {.seed = seed, .name = "hidden1"});
+                                   DenseNamed("hidden1", seed));
   auto hidden2 = df::layers::Dense(s, hidden1, 128, Activation::kRelu,
-                                   {.seed = seed + 1, .name = "hidden2"});
+                                   DenseNamed("hidden2", seed + 1));
   return df::layers::Dense(s, hidden2, 10, Activation::kNone,
-                           {.seed = seed + 2, .name = "logits"});
+                           DenseNamed("logits", seed + 2));
 }
 
 // Two 5x5 convolutions (32 and 64 filters) each followed by 2x2 max pooling, a
@@ -26,17 +38,17 @@ df::Output Cnn(const df::Scope& s, const df::Output& images,
                const df::Output& dropout_rate, int64_t seed) {
   auto x = df::ops::Reshape(s, images, {-1, 28, 28, 1});
   x = df::layers::Conv2D(s, x, 32, 5, Activation::kRelu,
-                         {.seed = seed, .name = "conv1"});
+                         ConvNamed("conv1", seed));
   x = df::layers::MaxPool2D(s, x, 2, 2);
   x = df::layers::Conv2D(s, x, 64, 5, Activation::kRelu,
-                         {.seed = seed + 1, .name = "conv2"});
+                         ConvNamed("conv2", seed + 1));
   x = df::layers::MaxPool2D(s, x, 2, 2);
   x = df::layers::Flatten(s, x);
   x = df::layers::Dense(s, x, 1024, Activation::kRelu,
-                        {.seed = seed + 2, .name = "dense"});
+                        DenseNamed("dense", seed + 2));
   x = df::layers::Dropout(s, x, dropout_rate, seed + 3);
   return df::layers::Dense(s, x, 10, Activation::kNone,
-                           {.seed = seed + 4, .name = "logits"});
+                           DenseNamed("logits", seed + 4));
 }
 
 }  // namespace
@@ -61,9 +73,10 @@ absl::StatusOr<Model> BuildModel(const df::Scope& scope,
                                                  m.labels, m.logits);
   m.accuracy = df::metrics::Accuracy(scope.WithOpName("accuracy"), m.labels,
                                      m.logits);
-  m.global_step = df::train::GetOrCreateGlobalStep(scope);
+  df::ops::Variable global_step = df::train::GetOrCreateGlobalStep(scope);
+  m.global_step = global_step;
   df::train::AdamOptimizer adam(options.learning_rate);
-  auto train = adam.Minimize(scope, m.loss, m.global_step);
+  auto train = adam.Minimize(scope, m.loss, global_step);
   if (!train.ok()) return train.status();
   m.train = *train;
   m.init = df::ops::GlobalVariablesInitializer(scope);

@@ -24,18 +24,24 @@ class ClusterSpec {
   ClusterSpec() = default;
 
   // A cluster from job name -> ordered task addresses. INVALID_ARGUMENT naming
-  // the culprit for an empty job, a malformed job name or address
-  // ("host:port", port 0..65535), or an address used twice.
+  // the culprit for an empty job, a malformed job name (a letter, then
+  // letters, digits or '_', as in device names) or address ("host:port" or
+  // "[ipv6]:port", non-empty host, port 0..65535), or an address used twice.
   static absl::StatusOr<ClusterSpec> Create(
       const std::map<std::string, std::vector<std::string>>& jobs);
-  // From the seeds' flags: comma-separated "host:port" lists. An empty list
-  // leaves its job out.
+  // From the seeds' flags: comma-separated "host:port" lists (blanks around
+  // entries are ignored). An empty list leaves its job out; an empty entry
+  // ("a:1,,b:2") is an error.
   static absl::StatusOr<ClusterSpec> FromHostLists(
       const std::string& ps_hosts, const std::string& worker_hosts);
   // From JSON {"ps": ["h:1", ...], "worker": [...], ...} (TF_CONFIG's
-  // "cluster" object).
+  // "cluster" object). INVALID_ARGUMENT for malformed JSON or a job that is
+  // not a list of strings, and for everything Create rejects.
   static absl::StatusOr<ClusterSpec> FromJson(const std::string& json);
+  // The same JSON read from a file; NOT_FOUND naming the path if it cannot be
+  // read.
   static absl::StatusOr<ClusterSpec> FromJsonFile(const std::string& path);
+  // From the wire form; task indices must be dense (0..n-1).
   static absl::StatusOr<ClusterSpec> FromProto(const proto::ClusterDef& def);
 
   void ToProto(proto::ClusterDef* def) const;
@@ -56,6 +62,8 @@ class ClusterSpec {
   // "/job:<job>/replica:0/task:<i>" for every task, jobs sorted, tasks in
   // order.
   std::vector<std::string> TaskDeviceNames() const;
+  // "ps (2 tasks), worker (1 task)", or "no jobs": for error messages.
+  std::string JobSummary() const;
   // "ps: [a:1, b:2], worker: [c:3]"
   std::string DebugString() const;
 
@@ -76,15 +84,24 @@ struct TaskConfig {
   // Flags that were not the cluster's, in order (argv[0] first), for the
   // program's own flag parsing.
   std::vector<std::string> remaining_args;
+
+  // This task's device name prefix: "/job:<job_name>/replica:0/task:<index>".
+  std::string TaskDevice() const;
 };
 
 // Reads the task from the seeds' flags (--job_name, --task_index, --ps_hosts,
-// --worker_hosts; "--flag=value" or "--flag value"), or, when none of those is
-// given, from the TF_CONFIG environment variable as Kubeflow's TFJob writes it:
+// --worker_hosts; "--flag=value", "--flag value", or with one dash), or, when
+// none of those is given, from the TF_CONFIG environment variable as Kubeflow's
+// TFJob writes it:
 // {"cluster": {"chief": [...], "worker": [...], "ps": [...]},
 //  "task": {"type": "worker", "index": 1}}.
+// With flags, the job must be in the cluster. With TF_CONFIG, the task type
+// must be chief, worker, ps or evaluator; an evaluator need not be in the
+// cluster (it runs beside it). Every other argument, and everything after a
+// lone "--", is kept in remaining_args.
 // INVALID_ARGUMENT naming the flag or field at fault (a missing job name, an
-// index out of range for its job, an unknown role, malformed JSON).
+// index out of range for its job, an unknown role, malformed JSON, neither
+// flags nor TF_CONFIG).
 absl::StatusOr<TaskConfig> ParseTaskConfig(int argc, char** argv);
 // As above, with TF_CONFIG's value given (empty: not set).
 absl::StatusOr<TaskConfig> ParseTaskConfig(const std::vector<std::string>& args,

@@ -2,12 +2,22 @@
 #ifndef DISTFLOW_DISTFLOW_H_
 #define DISTFLOW_DISTFLOW_H_
 
+#include "distflow/cluster.h"
 #include "distflow/data.h"
+#include "distflow/gradients.h"
+#include "distflow/layers.h"
 #include "distflow/ops.h"
+#include "distflow/partitioned_variable.h"
+#include "distflow/replica_device_setter.h"
 #include "distflow/scope.h"
 #include "distflow/session.h"
 #include "distflow/tensor.h"
 #include "distflow/tensor_shape.h"
+#include "distflow/train/clip.h"
+#include "distflow/train/global_step.h"
+#include "distflow/train/learning_rate.h"
+#include "distflow/train/optimizer.h"
+#include "distflow/train/optimizers.h"
 #include "distflow/types.h"
 
 #endif  // DISTFLOW_DISTFLOW_H_

@@ -171,6 +171,8 @@ absl::StatusOr<ParsedInput> ParseInputName(const std::string& input);
 inline constexpr char kVariableInitializersCollection[] =
     "variable_initializers";
 inline constexpr char kGlobalVariablesCollection[] = "global_variables";
+// The variables optimizers update by default (a subset of the global ones).
+inline constexpr char kTrainableVariablesCollection[] = "trainable_variables";
 
 }  // namespace distflow
 

@@ -25,6 +25,8 @@ void RegisterXentKernels(KernelRegistry* registry);
 void RegisterConvKernels(KernelRegistry* registry);
 void RegisterPoolingKernels(KernelRegistry* registry);
 void RegisterStateKernels(KernelRegistry* registry);
+void RegisterTrainingKernels(KernelRegistry* registry);
+void RegisterEmbeddingKernels(KernelRegistry* registry);
 
 }  // namespace distflow
 

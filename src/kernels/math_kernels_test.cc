@@ -285,6 +285,13 @@ TYPED_TEST(MatMulTest, LargeMatrices) {
   this->CheckAllTransposes(130, 70, 90, /*fed=*/true);
 }
 
+// Products large enough to be split over the threads: by rows when the
+// product is tall, by columns when it is wide, with ragged last blocks.
+TYPED_TEST(MatMulTest, SplitByRowsOrColumns) {
+  this->CheckAllTransposes(257, 64, 33);
+  this->CheckAllTransposes(40, 100, 211, /*fed=*/true);
+}
+
 TYPED_TEST(MatMulTest, EmptyDimensions) {
   this->CheckAllTransposes(3, 0, 5);  // k = 0: zeros
   this->CheckAllTransposes(0, 4, 5);  // m = 0: empty

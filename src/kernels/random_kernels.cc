@@ -85,9 +85,9 @@ int NormalsOf(const Block& b, double* out) {
 }
 
 // The generator of one random op on one device: its key and the next unused
-// counter block. Kept in the device's resource manager under the node's name,
-// so that every executor of a session (one per set of fetches) continues the
-// same sequence.
+// counter block. Kept in the device's resource manager under the node's name
+// and seeds, so that every executor of a session (one per set of fetches)
+// continues the same sequence.
 class GeneratorState : public ResourceBase {
  public:
   explicit GeneratorState(uint64_t key) : key_(key) {}
@@ -131,8 +131,11 @@ class RandomOp : public OpKernel {
       state_ = create();
       return;
     }
-    auto state = rm->LookupOrCreate<GeneratorState>("_random_generators",
-                                                    ctx->node().name(), create);
+    // The seeds are part of the name: another graph on the same device may
+    // reuse the node name with other seeds.
+    auto state = rm->LookupOrCreate<GeneratorState>(
+        "_random_generators",
+        absl::StrCat(ctx->node().name(), "/", seed, "/", seed2), create);
     ctx->SetStatus(state.status());
     if (state.ok()) state_ = *state;
   }

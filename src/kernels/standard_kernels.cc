@@ -17,6 +17,8 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterConvKernels(registry);
   RegisterPoolingKernels(registry);
   RegisterStateKernels(registry);
+  RegisterTrainingKernels(registry);
+  RegisterEmbeddingKernels(registry);
 }
 
 }  // namespace distflow

@@ -15,6 +15,14 @@
 namespace distflow {
 namespace ops {
 
+// How a variable takes part in training.
+struct VariableOptions {
+  // Trainable variables join the trainable variables collection, the ones an
+  // optimizer updates when given no explicit list. Counters (such as the
+  // global step) and an optimizer's slots are not trainable.
+  bool trainable = true;
+};
+
 // A variable: state that lives on one device and keeps its value across steps.
 // A Variable is an Output (its current value, read when a step needs it), so it
 // can be passed to any op.
@@ -27,11 +35,18 @@ class Variable : public Output {
   // A variable whose initial value is `initial_value` (a Tensor, a literal or
   // an Output, such as Zeros(...)); its dtype and shape are those of the
   // initial value.
-  Variable(const Scope& scope, const Input& initial_value);
+  Variable(const Scope& scope, const Input& initial_value,
+           const VariableOptions& options = VariableOptions());
   // A variable of `dtype` and `shape` with no initializer (assign it before
   // reading).
-  Variable(const Scope& scope, DataType dtype, const PartialTensorShape& shape);
+  Variable(const Scope& scope, DataType dtype, const PartialTensorShape& shape,
+           const VariableOptions& options = VariableOptions());
   Variable() = default;
+
+  // The variable made by the constructors above whose handle is `handle` (the
+  // output of its VarHandleOp), with its read value and initializer; an
+  // invalid Variable if `handle` is not such an output.
+  static Variable FromHandle(const Output& handle);
 
   // The handle the assign and read ops use.
   const Output& handle() const { return handle_; }
@@ -44,6 +59,11 @@ class Variable : public Output {
   Output handle_;
   Operation initializer_;
 };
+
+// The variables created so far in the scope's graph, in creation order: all
+// of them, or the trainable ones.
+std::vector<Variable> GlobalVariables(const Scope& scope);
+std::vector<Variable> TrainableVariables(const Scope& scope);
 
 // Assigns `value` to `var`; returns the new value. The shape and dtype must
 // match the variable's.

@@ -12,6 +12,7 @@ GradRegistry* GradRegistry::Global() {
     RegisterMathGradients(r);
     RegisterNnGradients(r);
     RegisterStateGradients(r);
+    RegisterEmbeddingGradients(r);
     return r;
   }();
   return registry;

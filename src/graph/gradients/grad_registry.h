@@ -73,6 +73,7 @@ void RegisterArrayGradients(GradRegistry* r);
 void RegisterMathGradients(GradRegistry* r);
 void RegisterNnGradients(GradRegistry* r);
 void RegisterStateGradients(GradRegistry* r);
+void RegisterEmbeddingGradients(GradRegistry* r);
 
 }  // namespace distflow
 

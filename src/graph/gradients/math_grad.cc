@@ -1,5 +1,6 @@
 // Gradients of math ops: elementwise (with broadcasting), casts, selection,
 // reductions, bias addition and matrix products.
+#include <algorithm>
 #include <vector>
 
 #include "core/type_dispatch.h"
@@ -43,38 +44,64 @@ absl::Status MatMulGrad(const Scope& scope, const Operation& op,
   return absl::OkStatus();
 }
 
-// `grad` (of the broadcast shape) summed over the axes along which `x` was
-// broadcast, in x's shape. When both shapes are known at build time this adds
-// at most a Sum and a Reshape with constant arguments, and nothing when they
-// are equal; otherwise the axes are computed when the graph runs.
-Output SumToShapeOf(const Scope& scope, const Output& grad, const Output& x) {
-  const PartialTensorShape gs = grad.shape(), xs = x.shape();
-  if (gs.IsFullyDefined() && xs.IsFullyDefined()) {
-    if (gs == xs) return grad;
-    std::vector<int32_t> axes;
-    for (int d = 0; d < gs.dims(); ++d) {
-      const int dx = xs.dims() - gs.dims() + d;
-      if (gs.dim_size(d) != 1 && (dx < 0 || xs.dim_size(dx) == 1)) {
-        axes.push_back(d);
+// `grad` (of the broadcast shape of `x` and `others`) summed over the axes
+// along which `x` was broadcast, in x's shape. When the static shapes settle
+// which axes those are (x's sizes known, or an unknown size of x that no other
+// input can broadcast along), this adds at most a Sum and a Reshape with
+// constant axes, and nothing in the common case of x [batch, C] against a
+// bias [C] or a scalar; otherwise the axes are computed when the graph runs.
+Output SumToShapeOf(const Scope& scope, const Output& grad, const Output& x,
+                    const std::vector<Output>& others) {
+  const PartialTensorShape xs = x.shape();
+  std::vector<PartialTensorShape> os;
+  bool known_ranks = !xs.unknown_rank();
+  int rank = xs.dims();
+  for (const Output& o : others) {
+    os.push_back(o.shape());
+    known_ranks &= !os.back().unknown_rank();
+    rank = std::max(rank, os.back().dims());
+  }
+  bool resolved = known_ranks;
+  bool needs_reshape = false;
+  std::vector<int32_t> axes;
+  for (int d = 0; resolved && d < rank; ++d) {
+    const int dx = xs.dims() - rank + d;
+    const int64_t size = dx >= 0 ? xs.dim_size(dx) : 1;
+    if (dx < 0 || size == 1) {
+      axes.push_back(d);  // summing a size-1 output axis is harmless
+      needs_reshape |= dx >= 0;
+    } else if (size < 0) {
+      // Unknown: x spans this axis unless another input may be larger here.
+      for (const PartialTensorShape& o : os) {
+        const int od = o.dims() - rank + d;
+        if (od >= 0 && o.dim_size(od) != 1) resolved = false;
       }
     }
-    Output summed = axes.empty()
-                        ? grad
-                        : ops::Sum(scope, grad, Tensor::Vector<int32_t>(axes));
-    if (summed.shape() == xs) return summed;
+  }
+  if (!resolved) {
+    Output shape = ops::Shape(scope, x);
+    auto r = ops::BroadcastGradientArgs(scope, ops::Shape(scope, grad), shape);
+    return ops::Reshape(scope, ops::Sum(scope, grad, r.r1), shape);
+  }
+  Output summed = axes.empty()
+                      ? grad
+                      : ops::Sum(scope, grad, Tensor::Vector<int32_t>(axes));
+  if (!needs_reshape) return summed;
+  int unknown = 0;
+  for (int64_t size : xs.dim_sizes()) unknown += size < 0;
+  if (unknown <= 1) {  // Reshape infers one unknown size
     return ops::Reshape(scope, summed, Tensor::Vector<int64_t>(xs.dim_sizes()));
   }
-  Output shape = ops::Shape(scope, x);
-  auto r = ops::BroadcastGradientArgs(scope, ops::Shape(scope, grad), shape);
-  return ops::Reshape(scope, ops::Sum(scope, grad, r.r1), shape);
+  return ops::Reshape(scope, summed, ops::Shape(scope, x));
 }
 
 // Sets the gradients of a binary broadcasting op from the gradients gx, gy
 // that its inputs would have without broadcasting.
 void SetBinary(const Scope& scope, const Operation& op, const Output& gx,
                const Output& gy, Grads* dx) {
-  (*dx)[0] = SumToShapeOf(scope, gx, OpInput(op, 0));
-  (*dx)[1] = SumToShapeOf(scope, gy, OpInput(op, 1));
+  const Output x = OpInput(op, 0), y = OpInput(op, 1);
+  (*dx)[0] = SumToShapeOf(scope, gx, x, {y});
+  (*dx)[1] = SumToShapeOf(scope, gy, y, {x});
 }
 
 absl::Status AddGradFn(const Scope& scope, const Operation& op,
@@ -147,10 +174,11 @@ absl::Status SelectGrad(const Scope& scope, const Operation& op,
                         const std::vector<Output>& g, Grads* dx) {
   const Output cond = OpInput(op, 0);
   Output zeros = ops::ZerosLike(scope, g[0]);
-  (*dx)[1] = SumToShapeOf(scope, ops::Select(scope, cond, g[0], zeros),
-                          OpInput(op, 1));
-  (*dx)[2] = SumToShapeOf(scope, ops::Select(scope, cond, zeros, g[0]),
-                          OpInput(op, 2));
+  const Output t = OpInput(op, 1), e = OpInput(op, 2);
+  (*dx)[1] =
+      SumToShapeOf(scope, ops::Select(scope, cond, g[0], zeros), t, {cond, e});
+  (*dx)[2] =
+      SumToShapeOf(scope, ops::Select(scope, cond, zeros, g[0]), e, {cond, t});
   return absl::OkStatus();
 }
 

@@ -9,6 +9,7 @@
 #include "distflow/gradients.h"
 #include "distflow/ops.h"
 #include "distflow/scope.h"
+#include "graph/graph.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
 #include "testing/gradient_checker.h"
@@ -37,11 +38,19 @@ Tensor Values(const TensorShape& shape, uint32_t seed, bool positive = false) {
   return t;
 }
 
-// A float64 placeholder of `shape` when `known`, else of unknown shape.
-Output Input64(const Scope& s, const TensorShape& shape, bool known) {
-  return ops::Placeholder(
-      s, DataType::kDouble,
-      known ? PartialTensorShape(shape) : PartialTensorShape());
+// How much of an input's shape the graph knows when it is built.
+enum Known { kUnknown, kFull, kBatchUnknown };
+
+// A float64 placeholder of `shape` as far as `known` says: nothing, all of it,
+// or all but the first dimension (of a rank >= 2 shape).
+Output Input64(const Scope& s, const TensorShape& shape, Known known) {
+  PartialTensorShape p;
+  if (known != kUnknown) {
+    std::vector<int64_t> dims = shape.dim_sizes();
+    if (known == kBatchUnknown && dims.size() >= 2) dims[0] = -1;
+    p = *PartialTensorShape::FromDims(dims);
+  }
+  return ops::Placeholder(s, DataType::kDouble, p);
 }
 
 using BinaryOpFn = Output (*)(const Scope&, const Input&, const Input&);
@@ -61,13 +70,13 @@ const BinaryCase kBinaryCases[] = {
     {"SquaredDifference", ops::SquaredDifference, false, false},
 };
 
-class BinaryGradTest : public ::testing::TestWithParam<bool> {};
+class BinaryGradTest : public ::testing::TestWithParam<Known> {};
 
 TEST_P(BinaryGradTest, BroadcastingOpsMatchFiniteDifferences) {
-  const bool known = GetParam();
+  const Known known = GetParam();
   const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
-      {{2, 3}, {2, 3}}, {{2, 3}, {3}},       {{2, 1}, {1, 3}},
-      {{}, {2, 3}},     {{4, 1, 3}, {2, 1}}, {{3, 1}, {}},
+      {{2, 3}, {2, 3}},    {{2, 3}, {3}}, {{2, 1}, {1, 3}}, {{}, {2, 3}},
+      {{4, 1, 3}, {2, 1}}, {{3, 1}, {}},  {{1, 3}, {2, 3}}, {{4, 3}, {4, 1}},
   };
   for (const BinaryCase& c : kBinaryCases) {
     for (const auto& [xs, ys] : shapes) {
@@ -86,7 +95,24 @@ TEST_P(BinaryGradTest, BroadcastingOpsMatchFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ShapesKnownOrNot, BinaryGradTest,
-                         ::testing::Values(true, false));
+                         ::testing::Values(kUnknown, kFull, kBatchUnknown));
+
+// x [batch, C] + b [C] with the batch size unknown: the static shapes settle
+// the reduction axes, so the gradient needs no shape computation at run time.
+TEST(BinaryGradTest, BiasLikeBroadcastNeedsNoRuntimeShapes) {
+  Scope s = Scope::NewRootScope();
+  Output x =
+      ops::Placeholder(s, DataType::kDouble, PartialTensorShape({-1, 5}));
+  Output b = ops::Placeholder(s, DataType::kDouble, PartialTensorShape({5}));
+  Output y = ops::Mul(s, ops::Add(s, x, b), 2.0);
+  auto grads = Gradients(s, {y}, {x, b});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_EQ((*grads)[1].dense().shape(), PartialTensorShape({5}));
+  for (const auto& node : s.graph()->nodes()) {
+    EXPECT_NE(node->op(), "BroadcastGradientArgs") << node->name();
+    EXPECT_NE(node->op(), "Shape") << node->name();
+  }
+}
 
 using UnaryOpFn = Output (*)(const Scope&, const Input&);
 struct UnaryCase {
@@ -144,10 +170,10 @@ TEST(SelectGradTest, RoutesTheGradientToTheChosenBranch) {
 using ReduceFn = Output (*)(const Scope&, const Input&, const Input&,
                             const ops::ReduceOptions&);
 
-class ReductionGradTest : public ::testing::TestWithParam<bool> {};
+class ReductionGradTest : public ::testing::TestWithParam<Known> {};
 
 TEST_P(ReductionGradTest, MatchFiniteDifferences) {
-  const bool known = GetParam();
+  const Known known = GetParam();
   const struct {
     const char* name;
     ReduceFn op;
@@ -177,7 +203,7 @@ TEST_P(ReductionGradTest, MatchFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ShapesKnownOrNot, ReductionGradTest,
-                         ::testing::Values(true, false));
+                         ::testing::Values(kUnknown, kFull, kBatchUnknown));
 
 TEST(ReductionGradTest, AxesFedAtRunTime) {
   Scope s = Scope::NewRootScope();
@@ -203,7 +229,7 @@ TEST(MaxGradTest, TiesShareTheGradient) {
 }
 
 TEST(BiasAddGradTest, MatchesFiniteDifferences) {
-  for (bool known : {true, false}) {
+  for (Known known : {kUnknown, kFull, kBatchUnknown}) {
     Scope s = Scope::NewRootScope();
     Output v = Input64(s, {2, 3, 4}, known);
     Output b = Input64(s, {4}, known);

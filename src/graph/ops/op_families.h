@@ -26,6 +26,8 @@ void RegisterReductionOps(OpRegistry* registry);
 void RegisterNnOps(OpRegistry* registry);
 void RegisterConvOps(OpRegistry* registry);
 void RegisterStateOps(OpRegistry* registry);
+void RegisterTrainingOps(OpRegistry* registry);
+void RegisterEmbeddingOps(OpRegistry* registry);
 
 }  // namespace distflow
 

@@ -14,6 +14,8 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterNnOps(registry);
   RegisterConvOps(registry);
   RegisterStateOps(registry);
+  RegisterTrainingOps(registry);
+  RegisterEmbeddingOps(registry);
 }
 
 }  // namespace distflow

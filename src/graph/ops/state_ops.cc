@@ -4,6 +4,7 @@
 // ReadVariableOp gives its current value; the Assign*VariableOp ops update it
 // and yield the new value. Every op that touches the variable is colocated with
 // its handle, so it runs where the variable lives.
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -92,7 +93,8 @@ void RegisterStateOps(OpRegistry* r) {
 namespace ops {
 
 Variable::Variable(const Scope& scope, DataType dtype,
-                   const PartialTensorShape& shape) {
+                   const PartialTensorShape& shape,
+                   const VariableOptions& options) {
   Operation handle = NodeBuilder(scope, "VarHandleOp", "Variable")
                          .Attr("dtype", dtype)
                          .Attr("shape", shape)
@@ -100,6 +102,10 @@ Variable::Variable(const Scope& scope, DataType dtype,
   if (!handle.valid()) return;
   handle_ = handle.output(0);
   scope.graph()->AddToCollection(kGlobalVariablesCollection, handle.name());
+  if (options.trainable) {
+    scope.graph()->AddToCollection(kTrainableVariablesCollection,
+                                   handle.name());
+  }
   Output read =
       NodeBuilder(
           scope.NewSubScopeOf(handle).ColocateWith(handle).WithOpName("read"),
@@ -111,7 +117,8 @@ Variable::Variable(const Scope& scope, DataType dtype,
   static_cast<Output&>(*this) = read;
 }
 
-Variable::Variable(const Scope& scope, const Input& initial_value) {
+Variable::Variable(const Scope& scope, const Input& initial_value,
+                   const VariableOptions& options) {
   const bool is_value = !initial_value.is_output();
   if (!is_value && !initial_value.output().valid()) {
     scope.UpdateStatus(
@@ -123,7 +130,7 @@ Variable::Variable(const Scope& scope, const Input& initial_value) {
   const PartialTensorShape shape =
       is_value ? PartialTensorShape(initial_value.tensor().shape())
                : initial_value.output().shape();
-  *this = Variable(scope, dtype, shape);
+  *this = Variable(scope, dtype, shape, options);
   if (!handle_.valid()) return;
   Scope inner = scope.NewSubScopeOf(handle_.op()).ColocateWith(handle_.op());
   // A value written in code becomes the constant "<variable>/initial_value"
@@ -141,6 +148,53 @@ Variable::Variable(const Scope& scope, const Input& initial_value) {
     scope.graph()->AddToCollection(kVariableInitializersCollection,
                                    initializer_.name());
   }
+}
+
+Variable Variable::FromHandle(const Output& handle) {
+  Variable var;
+  Node* node = handle.node();
+  if (node == nullptr || node->op() != "VarHandleOp") return var;
+  // The constructors create the read op first among the handle's consumers.
+  for (const OutEdge& e : node->out_edges()) {
+    if (!e.is_control() && e.dst->op() == "ReadVariableOp") {
+      static_cast<Output&>(var) = Output(e.dst, 0);
+      break;
+    }
+  }
+  if (!var.valid()) return var;
+  var.handle_ = handle;
+  // The initializer is the AssignVariableOp consumer named "<var>/Assign" (or
+  // a unique variant of it), as the constructor names it; user assignments
+  // are named after the scope.
+  for (const OutEdge& e : node->out_edges()) {
+    if (!e.is_control() && e.dst_input == 0 &&
+        e.dst->op() == "AssignVariableOp" &&
+        absl::StartsWith(e.dst->name(), node->name() + "/Assign")) {
+      var.initializer_ = Operation(e.dst);
+      break;
+    }
+  }
+  return var;
+}
+
+namespace {
+std::vector<Variable> VariablesOf(const Scope& scope, const char* key) {
+  std::vector<Variable> vars;
+  for (const std::string& name : scope.graph()->GetCollection(key)) {
+    Node* node = scope.graph()->FindNode(name);
+    if (node == nullptr) continue;
+    Variable v = Variable::FromHandle(Output(node, 0));
+    if (v.valid()) vars.push_back(v);
+  }
+  return vars;
+}
+}  // namespace
+
+std::vector<Variable> GlobalVariables(const Scope& scope) {
+  return VariablesOf(scope, kGlobalVariablesCollection);
+}
+std::vector<Variable> TrainableVariables(const Scope& scope) {
+  return VariablesOf(scope, kTrainableVariablesCollection);
 }
 
 Output Assign(const Scope& scope, const Variable& var, const Input& value) {
