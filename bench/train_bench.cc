@@ -34,9 +34,9 @@ struct Config {
 int64_t StepsFor(const std::string& model) { return model == "mlp" ? 600 : 40; }
 int64_t WarmupFor(const std::string& model) { return model == "mlp" ? 60 : 5; }
 
-absl::StatusOr<double> DistflowExamplesPerSec(const std::string& model,
-                                              const Config& config,
-                                              const df::data::LabeledImages& d) {
+absl::StatusOr<double> DistflowExamplesPerSec(
+    const std::string& model, const Config& config,
+    const df::data::LabeledImages& d) {
   df::Scope root = df::Scope::NewRootScope();
   fashion_mnist::ModelOptions options;
   options.model = model;
@@ -69,9 +69,9 @@ absl::StatusOr<double> DistflowExamplesPerSec(const std::string& model,
   for (int64_t i = 0; i < steps; ++i) {
     if (auto s = step(i); !s.ok()) return s;
   }
-  const double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return steps * b / secs;
 }
 
@@ -93,10 +93,10 @@ absl::StatusOr<double> TorchExamplesPerSec(const std::string& model,
   const int rc = pclose(pipe);
   const size_t at = out.find("examples_per_sec=");
   if (rc != 0 || at == std::string::npos) {
-    return absl::UnavailableError(absl::StrCat(
-        "the PyTorch peer failed (is python3-torch installed? run "
-        "scripts/install_deps.sh --bench): ",
-        cmd, "\n", out));
+    return absl::UnavailableError(
+        absl::StrCat("the PyTorch peer failed (is python3-torch installed? run "
+                     "scripts/install_deps.sh --bench): ",
+                     cmd, "\n", out));
   }
   return std::strtod(out.c_str() + at + 17, nullptr);
 }
@@ -106,8 +106,9 @@ absl::StatusOr<double> TorchExamplesPerSec(const std::string& model,
 int main(int argc, char** argv) {
   Config config;
   CLI::App app{"Training examples/sec: distflow against PyTorch."};
-  app.add_option("--threads", config.threads)->check(CLI::PositiveNumber);
-  app.add_option("--batch_size", config.batch_size)->check(CLI::PositiveNumber);
+  app.add_option("--threads", config.threads)->check(CLI::Range(1, 256));
+  app.add_option("--batch_size", config.batch_size)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--models", config.models, "comma-separated: mlp,cnn");
   CLI11_PARSE(app, argc, argv);
 
@@ -141,8 +142,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (theirs == 0) {
-      std::fprintf(stderr, "train_bench: %s\n",
-                   peer_status.ToString().c_str());
+      std::fprintf(stderr, "train_bench: %s\n", peer_status.ToString().c_str());
       ok = false;
     }
     std::printf("%-5s %6lld %8d %14.0f %14.0f %7.2f\n", name.c_str(),

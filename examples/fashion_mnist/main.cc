@@ -121,11 +121,14 @@ int main(int argc, char** argv) {
                  "cnn 12)");
   app.add_option("--train_steps", flags.train_steps,
                  "steps to train (overrides --epochs)");
-  app.add_option("--batch_size", flags.batch_size)->check(CLI::PositiveNumber);
+  app.add_option("--batch_size", flags.batch_size)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--learning_rate", flags.model.learning_rate, "Adam's");
   app.add_option("--seed", flags.model.seed);
-  app.add_option("--threads", flags.threads, "threads (default: one per core)");
-  app.add_option("--log_every", flags.log_every)->check(CLI::PositiveNumber);
+  app.add_option("--threads", flags.threads, "threads (default: one per core)")
+      ->check(CLI::Range(0, 256));
+  app.add_option("--log_every", flags.log_every)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--data_dir", flags.data_dir);
   CLI11_PARSE(app, argc, argv);
 
