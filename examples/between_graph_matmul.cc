@@ -22,8 +22,8 @@ using examples::Fail;
 int main(int argc, char** argv) {
   auto task = df::ParseTaskConfig(argc, argv);
   if (!task.ok()) return Fail(task.status());
-  const int steps =
-      std::stoi(examples::FlagValue(task->remaining_args, "--steps", "200"));
+  auto steps = examples::PositiveIntFlag(task->remaining_args, "--steps", 200);
+  if (!steps.ok()) return Fail(steps.status());
   auto server =
       df::Server::Create(task->cluster, task->job_name, task->task_index);
   if (!server.ok()) return Fail(server.status());
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
         [&] { return (*session)->RunTargets({init}); }, 60);
     if (!s.ok()) return Fail(s);
   }
-  for (int step = 0; step < steps; ++step) {
+  for (int step = 0; step < *steps; ++step) {
     auto out = (*session)->Run({product});
     if (!out.ok()) return Fail(out.status());
     std::cout << (*out)[0].DebugString() << std::endl;

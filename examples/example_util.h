@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 
 namespace examples {
 
@@ -24,6 +26,20 @@ inline std::string FlagValue(const std::vector<std::string>& args,
     if (args[i] == name && i + 1 < args.size()) return args[i + 1];
   }
   return fallback;
+}
+
+// The positive integer value of flag `name` in `args` (or `fallback`);
+// INVALID_ARGUMENT naming the flag if it is not one.
+inline absl::StatusOr<int> PositiveIntFlag(const std::vector<std::string>& args,
+                                           const std::string& name,
+                                           int fallback) {
+  const std::string text = FlagValue(args, name, std::to_string(fallback));
+  int value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value <= 0) {
+    return absl::InvalidArgumentError(
+        name + " must be a positive integer, got '" + text + "'");
+  }
+  return value;
 }
 
 // Runs `fn` until it succeeds or fails with something other than
