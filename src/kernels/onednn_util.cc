@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace distflow {
@@ -38,6 +40,47 @@ absl::Status FromError(const std::string& op, const dnnl::error& e) {
   return absl::InternalError(absl::StrCat(op, ": oneDNN failed (status ",
                                           static_cast<int>(e.status),
                                           "): ", e.what()));
+}
+
+Stream::Stream(OpKernelContext* ctx) : scope_(ctx), stream_(CpuEngine()) {}
+
+void Stream::Execute(const dnnl::primitive& p,
+                     const dnnl::memory::desc& scratchpad,
+                     std::unordered_map<int, dnnl::memory> args) {
+  Tensor scratch = Allocate(scratchpad);
+  args[DNNL_ARG_SCRATCHPAD] = MemoryOf(scratchpad, scratch);
+  p.execute(stream_, args);
+  stream_.wait();  // before `scratch` is released
+}
+
+void Stream::Reorder(const dnnl::reorder& r, dnnl::memory from,
+                     dnnl::memory to) {
+  r.execute(stream_, from, to);
+  stream_.wait();
+}
+
+absl::StatusOr<TensorShape> ShapeFromSizes(const std::string& op,
+                                           const std::string& what,
+                                           const Tensor& t) {
+  if (t.dtype() != DataType::kInt32 || t.dims() != 1 || t.dim_size(0) != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": ", what, " must be an int32 vector of 4 sizes, got ",
+        t.TypeString()));
+  }
+  std::vector<int64_t> dims(t.data<int32_t>(), t.data<int32_t>() + 4);
+  return TensorShape::FromDims(dims);
+}
+
+bool NothingToCompute(Tensor* out,
+                      std::initializer_list<const Tensor*> operands) {
+  if (out->NumElements() == 0) return true;
+  for (const Tensor* t : operands) {
+    if (t->NumElements() == 0) {
+      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
+      return true;
+    }
+  }
+  return false;
 }
 
 dnnl::memory::desc NhwcDesc(int64_t n, int64_t c, int64_t h, int64_t w) {
