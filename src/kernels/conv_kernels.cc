@@ -29,24 +29,8 @@ struct ConvShape {
 class ConvKernelBase : public OpKernel {
  public:
   explicit ConvKernelBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    std::vector<int64_t> strides, dilations;
-    std::string padding, format;
-    ctx->SetStatus(ctx->GetAttr("strides", &strides));
-    ctx->SetStatus(ctx->GetAttr("dilations", &dilations));
-    ctx->SetStatus(ctx->GetAttr("padding", &padding));
-    ctx->SetStatus(ctx->GetAttr("data_format", &format));
-    if (!ctx->status().ok()) return;
-    if (format != "NHWC") {
-      ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          type(), ": only data_format NHWC is supported, got ", format)));
-    }
-    ctx->SetStatus(
-        GetSpatialPair("strides", strides, &window_.sh, &window_.sw));
-    ctx->SetStatus(
-        GetSpatialPair("dilations", dilations, &window_.dh, &window_.dw));
-    auto p = ParsePadding(padding);
-    ctx->SetStatus(p.status());
-    if (p.ok()) window_.padding = *p;
+    ctx->SetStatus(onednn::GetWindowAttrs(ctx, type(), {"strides", "dilations"},
+                                          &window_));
   }
 
  protected:

@@ -3,14 +3,24 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
 
 namespace distflow {
 namespace onednn {
 
 namespace {
 ABSL_CONST_INIT absl::Mutex multi_threaded_execution(absl::kConstInit);
+
+// The fields of `w` that the spatial pair attr `name` sets.
+std::pair<int64_t*, int64_t*> PairFields(const std::string& name, Window2D* w) {
+  if (name == "ksize") return {&w->kh, &w->kw};
+  if (name == "strides") return {&w->sh, &w->sw};
+  DF_CHECK(name == "dilations") << name;
+  return {&w->dh, &w->dw};
+}
 }  // namespace
 
 const dnnl::engine& CpuEngine() {
@@ -69,6 +79,33 @@ absl::StatusOr<TensorShape> ShapeFromSizes(const std::string& op,
   }
   std::vector<int64_t> dims(t.data<int32_t>(), t.data<int32_t>() + 4);
   return TensorShape::FromDims(dims);
+}
+
+absl::Status GetWindowAttrs(OpKernelConstruction* ctx, const std::string& op,
+                            std::initializer_list<const char*> pairs,
+                            Window2D* w) {
+  std::vector<std::vector<int64_t>> values(pairs.size());
+  std::string padding, format;
+  absl::Status status;
+  int i = 0;
+  for (const char* name : pairs)
+    status.Update(ctx->GetAttr(name, &values[i++]));
+  status.Update(ctx->GetAttr("padding", &padding));
+  status.Update(ctx->GetAttr("data_format", &format));
+  if (!status.ok()) return status;
+  if (format != "NHWC") {
+    status.Update(absl::InvalidArgumentError(absl::StrCat(
+        op, ": only data_format NHWC is supported, got ", format)));
+  }
+  i = 0;
+  for (const char* name : pairs) {
+    auto [a, b] = PairFields(name, w);
+    status.Update(GetSpatialPair(name, values[i++], a, b));
+  }
+  auto p = ParsePadding(padding);
+  status.Update(p.status());
+  if (p.ok()) w->padding = *p;
+  return status;
 }
 
 bool NothingToCompute(Tensor* out,

@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "distflow/tensor.h"
 #include "dnnl.hpp"
+#include "graph/ops/window_geometry.h"
 #include "kernels/op_kernel.h"
 
 namespace distflow {
@@ -87,6 +88,13 @@ class Stream {
 absl::StatusOr<TensorShape> ShapeFromSizes(const std::string& op,
                                            const std::string& what,
                                            const Tensor& t);
+
+// Reads into `w` the attrs of the windowed op `op` (convolution, pooling):
+// the spatial pairs named in `pairs` ("ksize", "strides" or "dilations", in
+// that order of checking), "padding" and "data_format", which must be NHWC.
+absl::Status GetWindowAttrs(OpKernelConstruction* ctx, const std::string& op,
+                            std::initializer_list<const char*> pairs,
+                            Window2D* w);
 
 // True when there is nothing to execute: `out` is empty, or one of
 // `operands` is, and then `out` is filled with zeros.

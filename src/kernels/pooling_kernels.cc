@@ -25,23 +25,8 @@ struct PoolShape {
 class PoolKernelBase : public OpKernel {
  public:
   explicit PoolKernelBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    std::vector<int64_t> ksize, strides;
-    std::string padding, format;
-    ctx->SetStatus(ctx->GetAttr("ksize", &ksize));
-    ctx->SetStatus(ctx->GetAttr("strides", &strides));
-    ctx->SetStatus(ctx->GetAttr("padding", &padding));
-    ctx->SetStatus(ctx->GetAttr("data_format", &format));
-    if (!ctx->status().ok()) return;
-    if (format != "NHWC") {
-      ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          type(), ": only data_format NHWC is supported, got ", format)));
-    }
-    ctx->SetStatus(GetSpatialPair("ksize", ksize, &window_.kh, &window_.kw));
     ctx->SetStatus(
-        GetSpatialPair("strides", strides, &window_.sh, &window_.sw));
-    auto p = ParsePadding(padding);
-    ctx->SetStatus(p.status());
-    if (p.ok()) window_.padding = *p;
+        onednn::GetWindowAttrs(ctx, type(), {"ksize", "strides"}, &window_));
   }
 
  protected:
