@@ -110,11 +110,7 @@ TEST(SeedProgramsTest, KilledPsGivesTheWorkerUnavailableNamingItsAddress) {
   auto worker0 = Start("between_graph_matmul", "worker", 0, ps, workers,
                        {"--steps=100000000"});
   // Wait until steps run, then kill -9 the ps.
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-  while (worker0->Output().find("[[20]]") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  worker0->WaitForOutput("[[20]]", kTimeout);
   ASSERT_THAT(worker0->Output(), HasSubstr("[[20]]"));
   ps0->Kill();
   auto code = worker0->Wait(std::chrono::seconds(20));
@@ -132,11 +128,7 @@ TEST(SeedProgramsTest, HungPsGivesTheWorkerUnavailableWithinSeconds) {
   auto ps0 = Start("between_graph_matmul", "ps", 0, ps, workers);
   auto worker0 = Start("between_graph_matmul", "worker", 0, ps, workers,
                        {"--steps=100000000"});
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-  while (worker0->Output().find("[[20]]") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  worker0->WaitForOutput("[[20]]", kTimeout);
   ASSERT_THAT(worker0->Output(), HasSubstr("[[20]]"));
   ps0->Pause();
   const auto start = std::chrono::steady_clock::now();

@@ -110,6 +110,15 @@ class Subprocess {
     ss << in.rdbuf();
     return ss.str();
   }
+  // Waits until the output contains `text`, for at most `timeout`.
+  void WaitForOutput(const std::string& text,
+                     std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (Output().find(text) == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
 
  private:
   pid_t pid_ = -1;

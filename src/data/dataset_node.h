@@ -63,6 +63,22 @@ class DatasetNode {
 
 using NodePtr = std::shared_ptr<const DatasetNode>;
 
+// A node whose elements are its input's, chosen, repeated or reordered
+// (shard, take, repeat, shuffle): in row mode it passes its input's rows on.
+class SelectionNode : public DatasetNode {
+ public:
+  explicit SelectionNode(NodePtr input) : input_(std::move(input)) {}
+  const std::vector<Tensor>* RowSource() const override {
+    return input_->RowSource();
+  }
+
+ protected:
+  const NodePtr& input() const { return input_; }
+
+ private:
+  NodePtr input_;
+};
+
 // Element `row` of FromTensors(source): one view per component, no copy.
 Element SliceRow(const std::vector<Tensor>& source, int64_t row);
 

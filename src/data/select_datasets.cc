@@ -109,73 +109,63 @@ class RepeatIterator : public ItemIterator<Item> {
   std::unique_ptr<IteratorImpl> current_;
 };
 
-class ShardNode : public DatasetNode {
+class ShardNode : public SelectionNode {
  public:
   ShardNode(NodePtr input, int64_t num_shards, int64_t index)
-      : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
+      : SelectionNode(std::move(input)),
+        num_shards_(num_shards),
+        index_(index) {}
   std::unique_ptr<IteratorImpl> MakeIterator(
       const IteratorContext& ctx) const override {
-    return MakeItemIterator<ShardIterator>(*input_, input_->MakeIterator(ctx),
+    return MakeItemIterator<ShardIterator>(*input(), input()->MakeIterator(ctx),
                                            num_shards_, index_);
   }
-  const std::vector<Tensor>* RowSource() const override {
-    return input_->RowSource();
-  }
   int64_t Cardinality() const override {
-    const int64_t n = input_->Cardinality();
+    const int64_t n = input()->Cardinality();
     if (n < 0) return n;
     return n > index_ ? (n - index_ + num_shards_ - 1) / num_shards_ : 0;
   }
 
  private:
-  NodePtr input_;
   int64_t num_shards_;
   int64_t index_;
 };
 
-class TakeNode : public DatasetNode {
+class TakeNode : public SelectionNode {
  public:
   TakeNode(NodePtr input, int64_t count)
-      : input_(std::move(input)), count_(count) {}
+      : SelectionNode(std::move(input)), count_(count) {}
   std::unique_ptr<IteratorImpl> MakeIterator(
       const IteratorContext& ctx) const override {
-    return MakeItemIterator<TakeIterator>(*input_, input_->MakeIterator(ctx),
+    return MakeItemIterator<TakeIterator>(*input(), input()->MakeIterator(ctx),
                                           count_);
   }
-  const std::vector<Tensor>* RowSource() const override {
-    return input_->RowSource();
-  }
   int64_t Cardinality() const override {
-    const int64_t n = input_->Cardinality();
+    const int64_t n = input()->Cardinality();
     if (n == kInfiniteCardinality) return count_;
     if (n == kUnknownCardinality) return n;
     return std::min(n, count_);
   }
 
  private:
-  NodePtr input_;
   int64_t count_;
 };
 
-class RepeatNode : public DatasetNode {
+class RepeatNode : public SelectionNode {
  public:
   RepeatNode(NodePtr input, int64_t count)
-      : input_(std::move(input)), count_(count) {}
+      : SelectionNode(std::move(input)), count_(count) {}
   std::unique_ptr<IteratorImpl> MakeIterator(
       const IteratorContext& ctx) const override {
-    return MakeItemIterator<RepeatIterator>(*input_, input_, ctx, count_);
-  }
-  const std::vector<Tensor>* RowSource() const override {
-    return input_->RowSource();
+    return MakeItemIterator<RepeatIterator>(*input(), input(), ctx, count_);
   }
   int64_t Cardinality() const override {
-    const int64_t n = input_->Cardinality();
+    const int64_t n = input()->Cardinality();
     if (n <= 0) return n;  // empty, infinite or unknown stays so
     return count_ < 0 ? kInfiniteCardinality : n * count_;
   }
 
  private:
-  NodePtr input_;
   int64_t count_;
 };
 

@@ -77,24 +77,22 @@ class ShuffleIterator : public ItemIterator<Item> {
   bool input_done_ = false;
 };
 
-class ShuffleNode : public DatasetNode {
+class ShuffleNode : public SelectionNode {
  public:
   ShuffleNode(NodePtr input, int64_t buffer_size, uint64_t seed)
-      : input_(std::move(input)), buffer_size_(buffer_size), seed_(seed) {}
+      : SelectionNode(std::move(input)),
+        buffer_size_(buffer_size),
+        seed_(seed) {}
 
   std::unique_ptr<IteratorImpl> MakeIterator(
       const IteratorContext& ctx) const override {
-    return MakeItemIterator<ShuffleIterator>(*input_, input_->MakeIterator(ctx),
-                                             buffer_size_,
-                                             MixKeys(seed_, ctx.epoch_key));
+    return MakeItemIterator<ShuffleIterator>(
+        *input(), input()->MakeIterator(ctx), buffer_size_,
+        MixKeys(seed_, ctx.epoch_key));
   }
-  const std::vector<Tensor>* RowSource() const override {
-    return input_->RowSource();
-  }
-  int64_t Cardinality() const override { return input_->Cardinality(); }
+  int64_t Cardinality() const override { return input()->Cardinality(); }
 
  private:
-  NodePtr input_;
   int64_t buffer_size_;
   uint64_t seed_;
 };

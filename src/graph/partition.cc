@@ -69,27 +69,10 @@ class Partitioner {
     const std::string edge = absl::StrCat(src.name(), ":", index);
     const std::string& src_device = src.assigned_device();
 
-    proto::NodeDef* send = parts_[TaskOfDevice(src_device)].add_node();
-    send->set_name(EdgeNodeName("send", src, index, dst_task));
-    send->set_op("_Send");
-    send->add_input(edge);
-    send->set_assigned_device(src_device);
-    auto& send_attr = *send->mutable_attr();
-    send_attr["T"] = MakeAttr(src.output_type(index));
-    send_attr["tensor_name"] = MakeAttr(edge);
-    send_attr["send_device"] = MakeAttr(src_device);
-    send_attr["recv_device"] = MakeAttr(dst_device);
-
-    proto::NodeDef* recv = parts_[dst_task].add_node();
-    recv->set_name(recv_name);
-    recv->set_op("_Recv");
-    recv->set_assigned_device(dst_device);
-    auto& recv_attr = *recv->mutable_attr();
-    recv_attr["tensor_type"] = MakeAttr(src.output_type(index));
-    recv_attr["tensor_name"] = MakeAttr(edge);
-    recv_attr["send_device"] = MakeAttr(src_device);
-    recv_attr["recv_device"] = MakeAttr(dst_device);
-    recv_attr["shape"] = MakeAttr(src.output_shape(index));
+    AddSendRecv(&parts_[TaskOfDevice(src_device)],
+                EdgeNodeName("send", src, index, dst_task), edge,
+                &parts_[dst_task], recv_name, edge, src.output_type(index),
+                MakeAttr(src.output_shape(index)), src_device, dst_device);
     return recv_name;
   }
 
@@ -111,28 +94,44 @@ class Partitioner {
     (*dummy->mutable_attr())["dtype"] = MakeAttr(DataType::kFloat);
     (*dummy->mutable_attr())["value"] = MakeAttr(Tensor::Scalar<float>(0));
 
-    proto::NodeDef* send = src_part.add_node();
-    send->set_name(EdgeNodeName("ctrl_send", src, 0, dst_task));
+    AddSendRecv(&src_part, EdgeNodeName("ctrl_send", src, 0, dst_task),
+                dummy_name, &parts_[dst_task], recv_name, edge,
+                DataType::kFloat, MakeAttr(TensorShape()), src_device,
+                dst_device);
+    return recv_name;
+  }
+
+  // Adds to `src_part` a _Send `send_name` of `input` and to `dst_part` the
+  // _Recv `recv_name` that receives it, both keyed by `tensor_name`.
+  static void AddSendRecv(proto::GraphDef* src_part,
+                          const std::string& send_name,
+                          const std::string& input, proto::GraphDef* dst_part,
+                          const std::string& recv_name,
+                          const std::string& tensor_name, DataType dtype,
+                          const proto::AttrValue& shape,
+                          const std::string& src_device,
+                          const std::string& dst_device) {
+    proto::NodeDef* send = src_part->add_node();
+    send->set_name(send_name);
     send->set_op("_Send");
-    send->add_input(dummy_name);
+    send->add_input(input);
     send->set_assigned_device(src_device);
     auto& send_attr = *send->mutable_attr();
-    send_attr["T"] = MakeAttr(DataType::kFloat);
-    send_attr["tensor_name"] = MakeAttr(edge);
+    send_attr["T"] = MakeAttr(dtype);
+    send_attr["tensor_name"] = MakeAttr(tensor_name);
     send_attr["send_device"] = MakeAttr(src_device);
     send_attr["recv_device"] = MakeAttr(dst_device);
 
-    proto::NodeDef* recv = parts_[dst_task].add_node();
+    proto::NodeDef* recv = dst_part->add_node();
     recv->set_name(recv_name);
     recv->set_op("_Recv");
     recv->set_assigned_device(dst_device);
     auto& recv_attr = *recv->mutable_attr();
-    recv_attr["tensor_type"] = MakeAttr(DataType::kFloat);
-    recv_attr["tensor_name"] = MakeAttr(edge);
+    recv_attr["tensor_type"] = MakeAttr(dtype);
+    recv_attr["tensor_name"] = MakeAttr(tensor_name);
     recv_attr["send_device"] = MakeAttr(src_device);
     recv_attr["recv_device"] = MakeAttr(dst_device);
-    recv_attr["shape"] = MakeAttr(TensorShape());
-    return recv_name;
+    recv_attr["shape"] = shape;
   }
 
   const Graph& graph_;

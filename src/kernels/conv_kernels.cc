@@ -26,40 +26,11 @@ struct ConvShape {
   WindowOutput out;    // output rows and columns, with padding
 };
 
-// A shape held by an int32 vector of 4 sizes (input_sizes, filter_sizes).
-absl::StatusOr<TensorShape> ShapeFromTensor(const std::string& op,
-                                            const std::string& what,
-                                            const Tensor& t) {
-  if (t.dtype() != DataType::kInt32 || t.dims() != 1 || t.dim_size(0) != 4) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": ", what, " must be an int32 vector of 4 sizes, got ",
-        t.TypeString()));
-  }
-  std::vector<int64_t> dims(t.data<int32_t>(), t.data<int32_t>() + 4);
-  return TensorShape::FromDims(dims);
-}
-
 class ConvKernelBase : public OpKernel {
  public:
   explicit ConvKernelBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    std::vector<int64_t> strides, dilations;
-    std::string padding, format;
-    ctx->SetStatus(ctx->GetAttr("strides", &strides));
-    ctx->SetStatus(ctx->GetAttr("dilations", &dilations));
-    ctx->SetStatus(ctx->GetAttr("padding", &padding));
-    ctx->SetStatus(ctx->GetAttr("data_format", &format));
-    if (!ctx->status().ok()) return;
-    if (format != "NHWC") {
-      ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          type(), ": only data_format NHWC is supported, got ", format)));
-    }
-    ctx->SetStatus(
-        GetSpatialPair("strides", strides, &window_.sh, &window_.sw));
-    ctx->SetStatus(
-        GetSpatialPair("dilations", dilations, &window_.dh, &window_.dw));
-    auto p = ParsePadding(padding);
-    ctx->SetStatus(p.status());
-    if (p.ok()) window_.padding = *p;
+    ctx->SetStatus(onednn::GetWindowAttrs(ctx, type(), {"strides", "dilations"},
+                                          &window_));
   }
 
  protected:
@@ -124,6 +95,25 @@ class ConvKernelBase : public OpKernel {
         {s.out.rows.pad_after, s.out.cols.pad_after});
   }
 
+  // A backward descriptor (convolution_backward_data or _weights), its
+  // weights in any layout and the rest NHWC.
+  template <typename Desc>
+  Desc BackwardDesc(const ConvShape& s) const {
+    return Desc(dnnl::algorithm::convolution_direct,
+                onednn::NhwcDesc(s.n, s.c, s.h, s.w), AnyWeights(s),
+                onednn::NhwcDesc(s.n, s.o, s.out.rows.out, s.out.cols.out),
+                {window_.sh, window_.sw}, {window_.dh - 1, window_.dw - 1},
+                {s.out.rows.pad_before, s.out.cols.pad_before},
+                {s.out.rows.pad_after, s.out.cols.pad_after});
+  }
+
+  // The primitive descriptor that backward primitives take as a hint.
+  dnnl::convolution_forward::primitive_desc TrainingHint(
+      const ConvShape& s) const {
+    return dnnl::convolution_forward::primitive_desc(
+        ForwardDesc(s, dnnl::prop_kind::forward_training), onednn::CpuEngine());
+  }
+
   static memory::desc AnyWeights(const ConvShape& s) {
     return memory::desc({s.o, s.c, s.kh, s.kw}, memory::data_type::f32,
                         Tag::any);
@@ -133,8 +123,6 @@ class ConvKernelBase : public OpKernel {
     return memory::desc({s.o, s.c, s.kh, s.kw}, memory::data_type::f32,
                         Tag::hwio);
   }
-
-  const Window2D& window() const { return window_; }
 
  private:
   Window2D window_;
@@ -154,13 +142,32 @@ struct WeightsReorder {
     }
     return r;
   }
+  // `filter` (HWIO) in the layout `to`, which `reordered` then holds when it
+  // differs.
+  memory Apply(onednn::Stream* stream, const memory::desc& hwio,
+               const Tensor& filter, const memory::desc& to,
+               Tensor* reordered) const {
+    memory weights = onednn::MemoryOf(hwio, filter);
+    if (!needed) return weights;
+    *reordered = onednn::Allocate(to);
+    memory result = onednn::MemoryOf(to, *reordered);
+    stream->Reorder(reorder, weights, result);
+    return result;
+  }
 };
 
-struct ForwardEntry {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward conv;
+// A cached primitive, and the reorder of its weights.
+template <typename Primitive>
+struct Entry {
+  typename Primitive::primitive_desc pd;
+  Primitive conv;
   WeightsReorder weights;
 };
+
+using ForwardEntry = Entry<dnnl::convolution_forward>;
+using BackwardDataEntry = Entry<dnnl::convolution_backward_data>;
+// Its reorder goes from the primitive's layout to HWIO.
+using BackwardWeightsEntry = Entry<dnnl::convolution_backward_weights>;
 
 class Conv2DOp : public ConvKernelBase {
  public:
@@ -172,12 +179,8 @@ class Conv2DOp : public ConvKernelBase {
     DF_OP_REQUIRES_OK(ctx, shape.status());
     const ConvShape& s = *shape;
     Tensor* out = ctx->allocate_output(0, DataType::kFloat, OutputShape(s));
-    if (out->NumElements() == 0) return;
-    if (input.NumElements() == 0 || filter.NumElements() == 0) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
-      return;
-    }
-    try {
+    if (onednn::NothingToCompute(out, {&input, &filter})) return;
+    ctx->SetStatus(onednn::Run(type(), [&] {
       const ForwardEntry* e = cache_.Get(Key(s), [&] {
         auto pd = dnnl::convolution_forward::primitive_desc(
             ForwardDesc(s, dnnl::prop_kind::forward_inference),
@@ -186,44 +189,28 @@ class Conv2DOp : public ConvKernelBase {
             pd, dnnl::convolution_forward(pd),
             WeightsReorder::Make(HwioWeights(s), pd.weights_desc())};
       });
-      onednn::ExecutionScope execution(ctx);
-      dnnl::stream stream(onednn::CpuEngine());
-      dnnl::memory weights = onednn::MemoryOf(HwioWeights(s), filter);
+      onednn::Stream stream(ctx);
       Tensor reordered;
-      if (e->weights.needed) {
-        reordered = onednn::Allocate(e->pd.weights_desc());
-        dnnl::memory to = onednn::MemoryOf(e->pd.weights_desc(), reordered);
-        e->weights.reorder.execute(stream, weights, to);
-        weights = to;
-      }
-      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
-      e->conv.execute(
-          stream, {{DNNL_ARG_SRC, onednn::MemoryOf(e->pd.src_desc(), input)},
-                   {DNNL_ARG_WEIGHTS, weights},
-                   {DNNL_ARG_DST, onednn::MemoryOf(e->pd.dst_desc(), *out)},
-                   {DNNL_ARG_SCRATCHPAD,
-                    onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      ctx->SetStatus(onednn::FromError(type(), err));
-    }
+      memory weights = e->weights.Apply(&stream, HwioWeights(s), filter,
+                                        e->pd.weights_desc(), &reordered);
+      stream.Execute(
+          e->conv, e->pd.scratchpad_desc(),
+          {{DNNL_ARG_SRC, onednn::MemoryOf(e->pd.src_desc(), input)},
+           {DNNL_ARG_WEIGHTS, weights},
+           {DNNL_ARG_DST, onednn::MemoryOf(e->pd.dst_desc(), *out)}});
+    }));
   }
 
  private:
   onednn::PrimitiveCache<ForwardEntry> cache_;
 };
 
-struct BackwardDataEntry {
-  dnnl::convolution_backward_data::primitive_desc pd;
-  dnnl::convolution_backward_data conv;
-  WeightsReorder weights;
-};
-
 class Conv2DBackpropInputOp : public ConvKernelBase {
  public:
   using ConvKernelBase::ConvKernelBase;
   void Compute(OpKernelContext* ctx) override {
-    auto input_shape = ShapeFromTensor(type(), "input_sizes", ctx->input(0));
+    auto input_shape =
+        onednn::ShapeFromSizes(type(), "input_sizes", ctx->input(0));
     DF_OP_REQUIRES_OK(ctx, input_shape.status());
     const Tensor& filter = ctx->input(1);
     const Tensor& grad = ctx->input(2);
@@ -232,61 +219,30 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
     const ConvShape& s = *shape;
     DF_OP_REQUIRES_OK(ctx, CheckOutBackprop(s, grad));
     Tensor* out = ctx->allocate_output(0, DataType::kFloat, *input_shape);
-    if (out->NumElements() == 0) return;
-    if (grad.NumElements() == 0 || filter.NumElements() == 0) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
-      return;
-    }
-    try {
+    if (onednn::NothingToCompute(out, {&grad, &filter})) return;
+    ctx->SetStatus(onednn::Run(type(), [&] {
       const BackwardDataEntry* e = cache_.Get(Key(s), [&] {
-        auto hint = dnnl::convolution_forward::primitive_desc(
-            ForwardDesc(s, dnnl::prop_kind::forward_training),
-            onednn::CpuEngine());
         auto pd = dnnl::convolution_backward_data::primitive_desc(
-            dnnl::convolution_backward_data::desc(
-                dnnl::algorithm::convolution_direct,
-                onednn::NhwcDesc(s.n, s.c, s.h, s.w), AnyWeights(s),
-                onednn::NhwcDesc(s.n, s.o, s.out.rows.out, s.out.cols.out),
-                {window().sh, window().sw}, {window().dh - 1, window().dw - 1},
-                {s.out.rows.pad_before, s.out.cols.pad_before},
-                {s.out.rows.pad_after, s.out.cols.pad_after}),
-            onednn::UserScratchpad(), onednn::CpuEngine(), hint);
+            BackwardDesc<dnnl::convolution_backward_data::desc>(s),
+            onednn::UserScratchpad(), onednn::CpuEngine(), TrainingHint(s));
         return BackwardDataEntry{
             pd, dnnl::convolution_backward_data(pd),
             WeightsReorder::Make(HwioWeights(s), pd.weights_desc())};
       });
-      onednn::ExecutionScope execution(ctx);
-      dnnl::stream stream(onednn::CpuEngine());
-      dnnl::memory weights = onednn::MemoryOf(HwioWeights(s), filter);
+      onednn::Stream stream(ctx);
       Tensor reordered;
-      if (e->weights.needed) {
-        reordered = onednn::Allocate(e->pd.weights_desc());
-        dnnl::memory to = onednn::MemoryOf(e->pd.weights_desc(), reordered);
-        e->weights.reorder.execute(stream, weights, to);
-        weights = to;
-      }
-      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
-      e->conv.execute(
-          stream,
+      memory weights = e->weights.Apply(&stream, HwioWeights(s), filter,
+                                        e->pd.weights_desc(), &reordered);
+      stream.Execute(
+          e->conv, e->pd.scratchpad_desc(),
           {{DNNL_ARG_DIFF_DST, onednn::MemoryOf(e->pd.diff_dst_desc(), grad)},
            {DNNL_ARG_WEIGHTS, weights},
-           {DNNL_ARG_DIFF_SRC, onednn::MemoryOf(e->pd.diff_src_desc(), *out)},
-           {DNNL_ARG_SCRATCHPAD,
-            onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      ctx->SetStatus(onednn::FromError(type(), err));
-    }
+           {DNNL_ARG_DIFF_SRC, onednn::MemoryOf(e->pd.diff_src_desc(), *out)}});
+    }));
   }
 
  private:
   onednn::PrimitiveCache<BackwardDataEntry> cache_;
-};
-
-struct BackwardWeightsEntry {
-  dnnl::convolution_backward_weights::primitive_desc pd;
-  dnnl::convolution_backward_weights conv;
-  WeightsReorder weights;  // from the primitive's layout to HWIO
 };
 
 class Conv2DBackpropFilterOp : public ConvKernelBase {
@@ -294,7 +250,8 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
   using ConvKernelBase::ConvKernelBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
-    auto filter_shape = ShapeFromTensor(type(), "filter_sizes", ctx->input(1));
+    auto filter_shape =
+        onednn::ShapeFromSizes(type(), "filter_sizes", ctx->input(1));
     DF_OP_REQUIRES_OK(ctx, filter_shape.status());
     const Tensor& grad = ctx->input(2);
     auto shape = Geometry(input.shape(), *filter_shape);
@@ -302,53 +259,33 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
     const ConvShape& s = *shape;
     DF_OP_REQUIRES_OK(ctx, CheckOutBackprop(s, grad));
     Tensor* out = ctx->allocate_output(0, DataType::kFloat, *filter_shape);
-    if (out->NumElements() == 0) return;
-    if (grad.NumElements() == 0 || input.NumElements() == 0) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
-      return;
-    }
-    try {
+    if (onednn::NothingToCompute(out, {&grad, &input})) return;
+    ctx->SetStatus(onednn::Run(type(), [&] {
       const BackwardWeightsEntry* e = cache_.Get(Key(s), [&] {
-        auto hint = dnnl::convolution_forward::primitive_desc(
-            ForwardDesc(s, dnnl::prop_kind::forward_training),
-            onednn::CpuEngine());
         auto pd = dnnl::convolution_backward_weights::primitive_desc(
-            dnnl::convolution_backward_weights::desc(
-                dnnl::algorithm::convolution_direct,
-                onednn::NhwcDesc(s.n, s.c, s.h, s.w), AnyWeights(s),
-                onednn::NhwcDesc(s.n, s.o, s.out.rows.out, s.out.cols.out),
-                {window().sh, window().sw}, {window().dh - 1, window().dw - 1},
-                {s.out.rows.pad_before, s.out.cols.pad_before},
-                {s.out.rows.pad_after, s.out.cols.pad_after}),
-            onednn::UserScratchpad(), onednn::CpuEngine(), hint);
+            BackwardDesc<dnnl::convolution_backward_weights::desc>(s),
+            onednn::UserScratchpad(), onednn::CpuEngine(), TrainingHint(s));
         return BackwardWeightsEntry{
             pd, dnnl::convolution_backward_weights(pd),
             WeightsReorder::Make(pd.diff_weights_desc(), HwioWeights(s))};
       });
-      onednn::ExecutionScope execution(ctx);
-      dnnl::stream stream(onednn::CpuEngine());
+      onednn::Stream stream(ctx);
       Tensor blocked;
-      dnnl::memory result = onednn::MemoryOf(HwioWeights(s), *out);
-      dnnl::memory diff_weights = result;
+      memory result = onednn::MemoryOf(HwioWeights(s), *out);
+      memory diff_weights = result;
       if (e->weights.needed) {
         blocked = onednn::Allocate(e->pd.diff_weights_desc());
         diff_weights = onednn::MemoryOf(e->pd.diff_weights_desc(), blocked);
       }
-      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
-      e->conv.execute(
-          stream,
+      stream.Execute(
+          e->conv, e->pd.scratchpad_desc(),
           {{DNNL_ARG_SRC, onednn::MemoryOf(e->pd.src_desc(), input)},
            {DNNL_ARG_DIFF_DST, onednn::MemoryOf(e->pd.diff_dst_desc(), grad)},
-           {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-           {DNNL_ARG_SCRATCHPAD,
-            onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
+           {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
       if (e->weights.needed) {
-        e->weights.reorder.execute(stream, diff_weights, result);
+        stream.Reorder(e->weights.reorder, diff_weights, result);
       }
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      ctx->SetStatus(onednn::FromError(type(), err));
-    }
+    }));
   }
 
  private:

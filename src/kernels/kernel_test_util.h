@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -31,6 +32,17 @@ inline absl::StatusOr<std::vector<Tensor>> RunGraph(
   auto session = ClientSession::Create(scope, options);
   if (!session.ok()) return session.status();
   return (*session)->Run(feeds, fetches);
+}
+
+// A new local session over `scope` with its global variables initialized.
+inline absl::StatusOr<std::unique_ptr<ClientSession>> InitializedSession(
+    const Scope& scope) {
+  auto session = ClientSession::Create(scope);
+  if (!session.ok()) return session.status();
+  absl::Status init =
+      (*session)->RunTargets({ops::GlobalVariablesInitializer(scope)});
+  if (!init.ok()) return init;
+  return session;
 }
 
 // The value of `fetch` computed in a new local session, or the error of running

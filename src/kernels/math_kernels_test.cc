@@ -11,6 +11,7 @@
 #include "distflow/session.h"
 #include "distflow/tensor.h"
 #include "gtest/gtest.h"
+#include "kernels/cwise_test_util.h"
 #include "kernels/kernel_test_util.h"
 
 namespace distflow {
@@ -37,52 +38,12 @@ T Apply(const std::string& name, T a, T b) {
   return static_cast<T>(a * b);
 }
 
-// Size of dimension d of `shape` once aligned right to `rank` dimensions
-// (missing ones are 1).
-int64_t AlignedDim(const TensorShape& shape, int rank, int d) {
-  const int i = shape.dims() - rank + d;
-  return i >= 0 ? shape.dim_size(i) : 1;
-}
-
-// The row-major offset in a tensor of `shape` of the element that output index
-// `index` (of rank `rank`) reads: size-1 dimensions are pinned to 0, missing
-// leading dimensions are skipped.
-int64_t SourceOffset(const TensorShape& shape, int rank,
-                     const std::vector<int64_t>& index) {
-  int64_t offset = 0;
-  for (int d = 0; d < shape.dims(); ++d) {
-    const int64_t size = shape.dim_size(d);
-    offset = offset * size + (size == 1 ? 0 : index[rank - shape.dims() + d]);
-  }
-  return offset;
-}
-
 // The numpy broadcast of `x` op `y`, one output element at a time.
 template <typename T>
 Tensor BroadcastReference(const std::string& op, const Tensor& x,
                           const Tensor& y) {
-  const int rank = std::max(x.dims(), y.dims());
-  std::vector<int64_t> dims(rank);
-  for (int d = 0; d < rank; ++d) {
-    const int64_t nx = AlignedDim(x.shape(), rank, d),
-                  ny = AlignedDim(y.shape(), rank, d);
-    EXPECT_TRUE(nx == ny || nx == 1 || ny == 1)
-        << "test bug: shapes do not broadcast";
-    dims[d] = nx == 1 ? ny : nx;
-  }
-  Tensor out(x.dtype(), *TensorShape::FromDims(dims));
-  std::vector<int64_t> index(rank);
-  for (int64_t i = 0; i < out.NumElements(); ++i) {
-    int64_t rest = i;
-    for (int d = rank - 1; d >= 0; --d) {
-      index[d] = rest % dims[d];
-      rest /= dims[d];
-    }
-    out.flat<T>()[i] =
-        Apply<T>(op, x.flat<T>()[SourceOffset(x.shape(), rank, index)],
-                 y.flat<T>()[SourceOffset(y.shape(), rank, index)]);
-  }
-  return out;
+  return test::BinaryReference<T, T>(
+      x, y, [&](T a, T b) { return Apply<T>(op, a, b); });
 }
 
 template <typename T>

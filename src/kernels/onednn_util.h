@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -20,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "distflow/tensor.h"
 #include "dnnl.hpp"
+#include "graph/ops/window_geometry.h"
 #include "kernels/op_kernel.h"
 
 namespace distflow {
@@ -47,6 +50,56 @@ class ExecutionScope {
 
 // INTERNAL error naming `op` and what oneDNN reported.
 absl::Status FromError(const std::string& op, const dnnl::error& e);
+
+// Runs `body`, which builds or executes primitives, and returns what oneDNN
+// threw, if anything, as an error naming `op`.
+template <typename Body>
+absl::Status Run(const std::string& op, Body&& body) {
+  try {
+    body();
+  } catch (const dnnl::error& e) {
+    return FromError(op, e);
+  }
+  return absl::OkStatus();
+}
+
+// A stream on the CPU engine, used under an ExecutionScope. Its constructor
+// and methods may throw dnnl::error: use it inside Run.
+class Stream {
+ public:
+  explicit Stream(OpKernelContext* ctx);
+
+  // Executes `p` with `args` and a scratchpad of its own described by
+  // `scratchpad` (see UserScratchpad), and waits for it to finish.
+  void Execute(const dnnl::primitive& p, const dnnl::memory::desc& scratchpad,
+               std::unordered_map<int, dnnl::memory> args);
+
+  // Executes the reorder `r` from `from` to `to` and waits for it to finish.
+  void Reorder(const dnnl::reorder& r, dnnl::memory from, dnnl::memory to);
+
+ private:
+  ExecutionScope scope_;
+  dnnl::stream stream_;
+};
+
+// The shape given by `t`, which must be an int32 vector of 4 sizes (such as
+// Conv2DBackpropInput's input_sizes), or INVALID_ARGUMENT naming `op` and
+// the input `what`.
+absl::StatusOr<TensorShape> ShapeFromSizes(const std::string& op,
+                                           const std::string& what,
+                                           const Tensor& t);
+
+// Reads into `w` the attrs of the windowed op `op` (convolution, pooling):
+// the spatial pairs named in `pairs` ("ksize", "strides" or "dilations", in
+// that order of checking), "padding" and "data_format", which must be NHWC.
+absl::Status GetWindowAttrs(OpKernelConstruction* ctx, const std::string& op,
+                            std::initializer_list<const char*> pairs,
+                            Window2D* w);
+
+// True when there is nothing to execute: `out` is empty, or one of
+// `operands` is, and then `out` is filled with zeros.
+bool NothingToCompute(Tensor* out,
+                      std::initializer_list<const Tensor*> operands);
 
 // The oneDNN descriptor of an NHWC float tensor of logical shape [n, c, h, w].
 dnnl::memory::desc NhwcDesc(int64_t n, int64_t c, int64_t h, int64_t w);

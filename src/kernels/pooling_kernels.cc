@@ -25,23 +25,8 @@ struct PoolShape {
 class PoolKernelBase : public OpKernel {
  public:
   explicit PoolKernelBase(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    std::vector<int64_t> ksize, strides;
-    std::string padding, format;
-    ctx->SetStatus(ctx->GetAttr("ksize", &ksize));
-    ctx->SetStatus(ctx->GetAttr("strides", &strides));
-    ctx->SetStatus(ctx->GetAttr("padding", &padding));
-    ctx->SetStatus(ctx->GetAttr("data_format", &format));
-    if (!ctx->status().ok()) return;
-    if (format != "NHWC") {
-      ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          type(), ": only data_format NHWC is supported, got ", format)));
-    }
-    ctx->SetStatus(GetSpatialPair("ksize", ksize, &window_.kh, &window_.kw));
     ctx->SetStatus(
-        GetSpatialPair("strides", strides, &window_.sh, &window_.sw));
-    auto p = ParsePadding(padding);
-    ctx->SetStatus(p.status());
-    if (p.ok()) window_.padding = *p;
+        onednn::GetWindowAttrs(ctx, type(), {"ksize", "strides"}, &window_));
   }
 
  protected:
@@ -124,7 +109,7 @@ class PoolOp : public PoolKernelBase {
     Tensor* out =
         ctx->allocate_output(0, DataType::kFloat, OutputShape(*shape));
     if (out->NumElements() == 0) return;
-    try {
+    ctx->SetStatus(onednn::Run(type(), [&] {
       const ForwardEntry* e = cache_.Get(Key(*shape), [&] {
         auto pd = dnnl::pooling_forward::primitive_desc(
             ForwardDesc(*shape, dnnl::prop_kind::forward_inference,
@@ -132,18 +117,12 @@ class PoolOp : public PoolKernelBase {
             onednn::UserScratchpad(), onednn::CpuEngine());
         return ForwardEntry{pd, dnnl::pooling_forward(pd)};
       });
-      onednn::ExecutionScope execution(ctx);
-      dnnl::stream stream(onednn::CpuEngine());
-      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
-      e->pool.execute(
-          stream, {{DNNL_ARG_SRC, onednn::MemoryOf(e->pd.src_desc(), input)},
-                   {DNNL_ARG_DST, onednn::MemoryOf(e->pd.dst_desc(), *out)},
-                   {DNNL_ARG_SCRATCHPAD,
-                    onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      ctx->SetStatus(onednn::FromError(type(), err));
-    }
+      onednn::Stream stream(ctx);
+      stream.Execute(
+          e->pool, e->pd.scratchpad_desc(),
+          {{DNNL_ARG_SRC, onednn::MemoryOf(e->pd.src_desc(), input)},
+           {DNNL_ARG_DST, onednn::MemoryOf(e->pd.dst_desc(), *out)}});
+    }));
   }
 
  private:
@@ -174,12 +153,8 @@ class MaxPoolGradOp : public PoolKernelBase {
                                     ", want ", OutputShape(s).DebugString())));
     DF_OP_REQUIRES_OK(ctx, CheckGrad(s, grad));
     Tensor* out = ctx->allocate_output(0, DataType::kFloat, input.shape());
-    if (out->NumElements() == 0) return;
-    if (grad.NumElements() == 0) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
-      return;
-    }
-    try {
+    if (onednn::NothingToCompute(out, {&grad})) return;
+    ctx->SetStatus(onednn::Run(type(), [&] {
       const BackwardEntry* e = cache_.Get(Key(s), [&] {
         auto fwd_pd = dnnl::pooling_forward::primitive_desc(
             ForwardDesc(s, dnnl::prop_kind::forward_training,
@@ -191,31 +166,21 @@ class MaxPoolGradOp : public PoolKernelBase {
         return BackwardEntry{fwd_pd, dnnl::pooling_forward(fwd_pd), pd,
                              dnnl::pooling_backward(pd)};
       });
-      onednn::ExecutionScope execution(ctx);
-      dnnl::stream stream(onednn::CpuEngine());
+      onednn::Stream stream(ctx);
       Tensor pooled = onednn::Allocate(e->fwd_pd.dst_desc());
       Tensor workspace = onednn::Allocate(e->fwd_pd.workspace_desc());
       dnnl::memory ws = onednn::MemoryOf(e->fwd_pd.workspace_desc(), workspace);
-      Tensor scratch = onednn::Allocate(e->fwd_pd.scratchpad_desc());
-      e->fwd.execute(
-          stream,
+      stream.Execute(
+          e->fwd, e->fwd_pd.scratchpad_desc(),
           {{DNNL_ARG_SRC, onednn::MemoryOf(e->fwd_pd.src_desc(), input)},
            {DNNL_ARG_DST, onednn::MemoryOf(e->fwd_pd.dst_desc(), pooled)},
-           {DNNL_ARG_WORKSPACE, ws},
-           {DNNL_ARG_SCRATCHPAD,
-            onednn::MemoryOf(e->fwd_pd.scratchpad_desc(), scratch)}});
-      Tensor bwd_scratch = onednn::Allocate(e->pd.scratchpad_desc());
-      e->pool.execute(
-          stream,
+           {DNNL_ARG_WORKSPACE, ws}});
+      stream.Execute(
+          e->pool, e->pd.scratchpad_desc(),
           {{DNNL_ARG_DIFF_DST, onednn::MemoryOf(e->pd.diff_dst_desc(), grad)},
            {DNNL_ARG_DIFF_SRC, onednn::MemoryOf(e->pd.diff_src_desc(), *out)},
-           {DNNL_ARG_WORKSPACE, ws},
-           {DNNL_ARG_SCRATCHPAD,
-            onednn::MemoryOf(e->pd.scratchpad_desc(), bwd_scratch)}});
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      ctx->SetStatus(onednn::FromError(type(), err));
-    }
+           {DNNL_ARG_WORKSPACE, ws}});
+    }));
   }
 
  private:
@@ -226,30 +191,17 @@ class AvgPoolGradOp : public PoolKernelBase {
  public:
   using PoolKernelBase::PoolKernelBase;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& sizes = ctx->input(0);
-    const Tensor& grad = ctx->input(1);
-    DF_OP_REQUIRES(ctx,
-                   sizes.dtype() == DataType::kInt32 && sizes.dims() == 1 &&
-                       sizes.dim_size(0) == 4,
-                   absl::InvalidArgumentError(absl::StrCat(
-                       type(),
-                       ": orig_input_shape must be an int32 vector of 4 sizes, "
-                       "got ",
-                       sizes.TypeString())));
-    auto input_shape = TensorShape::FromDims(
-        std::vector<int64_t>(sizes.data<int32_t>(), sizes.data<int32_t>() + 4));
+    auto input_shape =
+        onednn::ShapeFromSizes(type(), "orig_input_shape", ctx->input(0));
     DF_OP_REQUIRES_OK(ctx, input_shape.status());
+    const Tensor& grad = ctx->input(1);
     auto shape = Geometry(*input_shape);
     DF_OP_REQUIRES_OK(ctx, shape.status());
     const PoolShape& s = *shape;
     DF_OP_REQUIRES_OK(ctx, CheckGrad(s, grad));
     Tensor* out = ctx->allocate_output(0, DataType::kFloat, *input_shape);
-    if (out->NumElements() == 0) return;
-    if (grad.NumElements() == 0) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
-      return;
-    }
-    try {
+    if (onednn::NothingToCompute(out, {&grad})) return;
+    ctx->SetStatus(onednn::Run(type(), [&] {
       const BackwardEntry* e = cache_.Get(Key(s), [&] {
         auto fwd_pd = dnnl::pooling_forward::primitive_desc(
             ForwardDesc(s, dnnl::prop_kind::forward_training, kAvg),
@@ -260,19 +212,12 @@ class AvgPoolGradOp : public PoolKernelBase {
         return BackwardEntry{fwd_pd, dnnl::pooling_forward(fwd_pd), pd,
                              dnnl::pooling_backward(pd)};
       });
-      onednn::ExecutionScope execution(ctx);
-      dnnl::stream stream(onednn::CpuEngine());
-      Tensor scratch = onednn::Allocate(e->pd.scratchpad_desc());
-      e->pool.execute(
-          stream,
+      onednn::Stream stream(ctx);
+      stream.Execute(
+          e->pool, e->pd.scratchpad_desc(),
           {{DNNL_ARG_DIFF_DST, onednn::MemoryOf(e->pd.diff_dst_desc(), grad)},
-           {DNNL_ARG_DIFF_SRC, onednn::MemoryOf(e->pd.diff_src_desc(), *out)},
-           {DNNL_ARG_SCRATCHPAD,
-            onednn::MemoryOf(e->pd.scratchpad_desc(), scratch)}});
-      stream.wait();
-    } catch (const dnnl::error& err) {
-      ctx->SetStatus(onednn::FromError(type(), err));
-    }
+           {DNNL_ARG_DIFF_SRC, onednn::MemoryOf(e->pd.diff_src_desc(), *out)}});
+    }));
   }
 
  private:

@@ -43,10 +43,8 @@ TEST(GlobalStepTest, IncrementsOncePerAppliedStep) {
                                    {Gradient(ops::Const(s, 1.0f)), b}},
                                   step);
   ASSERT_TRUE(train.ok()) << train.status();
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   for (int64_t i = 1; i <= 3; ++i) {
     ASSERT_TRUE((*session)->RunTargets({*train}).ok());
     auto got = (*session)->Run({step});

@@ -87,10 +87,8 @@ TEST(LearningRateTest, ScheduleDrivesAnOptimizer) {
   auto train =
       opt.ApplyGradients(s, {{Gradient(ops::Const(s, 1.0f)), w}}, step);
   ASSERT_TRUE(train.ok()) << train.status();
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   for (float want : {-1.0f, -2.0f, -2.5f, -3.0f}) {
     ASSERT_TRUE((*session)->RunTargets({*train}).ok());
     auto got = (*session)->Run({w});

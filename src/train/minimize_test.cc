@@ -52,10 +52,9 @@ Fit Train(Optimizer* opt, int steps) {
   auto train = opt->Minimize(s, model.loss, global_step);
   EXPECT_TRUE(train.ok()) << opt->name() << ": " << train.status();
   if (!train.ok()) return {};
-  auto session = ClientSession::Create(s);
+  auto session = test::InitializedSession(s);
   EXPECT_TRUE(session.ok()) << session.status();
-  EXPECT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  if (!session.ok()) return {};
   for (int i = 0; i < steps; ++i) {
     absl::Status st = (*session)->RunTargets({*train});
     EXPECT_TRUE(st.ok()) << opt->name() << ": " << st;
@@ -117,10 +116,8 @@ TEST(MinimizeTest, ComputeGradientsMatchesTheAnalyticGradient) {
   EXPECT_EQ((*grads)[1].second.var_name(), "b");
   EXPECT_FALSE((*grads)[2].first.has_value());
   ASSERT_TRUE((*grads)[0].first.has_value() && (*grads)[1].first.has_value());
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   auto got =
       (*session)->Run({(*grads)[0].first.dense(), (*grads)[1].first.dense()});
   ASSERT_TRUE(got.ok()) << got.status();
@@ -141,10 +138,8 @@ TEST(MinimizeTest, VarListLimitsWhatIsTrained) {
   GradientDescentOptimizer opt(0.5);
   auto train = opt.Minimize(s, model.loss, ops::Variable(), {model.b});
   ASSERT_TRUE(train.ok()) << train.status();
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   for (int i = 0; i < 50; ++i)
     ASSERT_TRUE((*session)->RunTargets({*train}).ok());
   auto got = (*session)->Run({model.w, model.b});
@@ -165,10 +160,8 @@ TEST(MinimizeTest, ClippedGradientsStillConverge) {
   ASSERT_TRUE(clipped.ok()) << clipped.status();
   auto train = opt.ApplyGradients(s, *clipped);
   ASSERT_TRUE(train.ok()) << train.status();
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   // The first step is clipped: the variables move by at most lr * 1.
   ASSERT_TRUE((*session)->RunTargets({*train}).ok());
   auto first = (*session)->Run({model.w, model.b});

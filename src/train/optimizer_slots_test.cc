@@ -111,10 +111,8 @@ TEST(OptimizerSlotsTest, SparseGradientTouchesOnlyItsRows) {
   AdamOptimizer opt(0.1);
   auto train = opt.ApplyGradients(s, {{Gradient(slices), w}});
   ASSERT_TRUE(train.ok()) << train.status();
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->RunTargets({*train}).ok());
   auto got = (*session)->Run(
       {w, opt.GetSlot(w, "m"), opt.GetSlot(w, "v"), opt.beta1_power()});

@@ -35,10 +35,9 @@ std::vector<std::vector<float>> TwoSteps(Optimizer* opt) {
   auto train = opt->ApplyGradients(s, {{Gradient(g), w}});
   EXPECT_TRUE(train.ok()) << train.status();
   if (!train.ok()) return {};
-  auto session = ClientSession::Create(s);
+  auto session = test::InitializedSession(s);
   EXPECT_TRUE(session.ok()) << session.status();
-  EXPECT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  if (!session.ok()) return {};
   std::vector<std::vector<float>> values;
   for (const auto& grad : kGrads) {
     // A read in the same run could happen before the update: fetch after.
@@ -144,10 +143,8 @@ TEST(OptimizerTest, LearningRateMayBeAnOutput) {
   auto train =
       opt.ApplyGradients(s, {{Gradient(ops::Const(s, {1.0f, -1.0f})), w}});
   ASSERT_TRUE(train.ok()) << train.status();
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   for (float rate : {0.5f, 0.25f}) {
     ASSERT_TRUE(
         (*session)->Run({{lr, Tensor::Scalar(rate)}}, {}, {*train}).ok());
@@ -165,10 +162,8 @@ TEST(OptimizerTest, Float64Variables) {
   auto train = opt.ApplyGradients(
       s, {{Gradient(ops::Const(s, Tensor::Vector<double>({1.0, -1.0}))), w}});
   ASSERT_TRUE(train.ok()) << train.status();
-  auto session = ClientSession::Create(s);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(
-      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto session = test::InitializedSession(s);
+  ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->RunTargets({*train}).ok());
   auto got = (*session)->Run({w});
   ASSERT_TRUE(got.ok());
