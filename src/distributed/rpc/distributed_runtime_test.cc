@@ -1,5 +1,6 @@
 // The distributed runtime end to end: real gRPC servers on 127.0.0.1, a
 // grpc:// session, graphs placed across tasks.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -8,6 +9,7 @@
 #include "distflow/distflow.h"
 #include "distflow/server.h"
 #include "base/thread_pool.h"
+#include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/worker.h"
 #include "distributed/rpc/tensor_wire.h"
@@ -381,6 +383,25 @@ TEST(DistributedRuntimeTest, FailedPushAbortsTheStepOnTheReceiver) {
             static_cast<int>(absl::StatusCode::kUnavailable));
   EXPECT_THAT(receiver.abort_request.message(), HasSubstr("value:0"));
   EXPECT_THAT(receiver.abort_request.message(), HasSubstr("is gone"));
+}
+
+// A remote worker destroyed while a push is in flight (a send completes
+// before its push is acknowledged) cancels it and runs its callback first.
+TEST(DistributedRuntimeTest, DestroyingARemoteWorkerEndsItsPushesFirst) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string address = (*cluster)->address("ps", 0);
+  auto remote = NewGrpcRemoteWorker(NewChannel(address),
+                                    "/job:ps/replica:0/task:0", address);
+  std::atomic<bool> called{false};
+  remote->PushTensorAsync(
+      9,
+      MakeRendezvousKey("/job:worker/replica:0/task:0/device:CPU:0",
+                        "/job:ps/replica:0/task:0/device:CPU:0", "big:0"),
+      Tensor(DataType::kFloat, TensorShape({16 << 20})),
+      [&called](const absl::Status&) { called = true; });
+  remote.reset();
+  EXPECT_TRUE(called.load());
 }
 
 // A step whose master goes away while the ps waits for a tensor is aborted
