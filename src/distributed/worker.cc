@@ -330,9 +330,8 @@ void Worker::Push(int64_t step_id, const std::string& key, const Tensor& value,
         auto abort = std::make_shared<Abort>();
         abort->request.set_step_id(step_id);
         abort->request.set_code(static_cast<int>(s.code()));
-        abort->request.set_message(
-            absl::StrCat("pushing '", key, "' from task ", from,
-                         " failed: ", s.message()));
+        abort->request.set_message(absl::StrCat(
+            "pushing '", key, "' from task ", from, " failed: ", s.message()));
         receiver->AbortStepAsync(&abort->request, &abort->response,
                                  [abort](const absl::Status&) {});
       });

@@ -6,14 +6,14 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "base/thread_pool.h"
 #include "distflow/distflow.h"
 #include "distflow/server.h"
-#include "base/thread_pool.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
-#include "distributed/worker.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
+#include "distributed/worker.h"
 #include "gmock/gmock.h"
 #include "graph/attr_value.h"
 #include "gtest/gtest.h"
@@ -377,7 +377,8 @@ TEST(DistributedRuntimeTest, FailedPushAbortsTheStepOnTheReceiver) {
   });
   ASSERT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_TRUE(run_status.ok()) << run_status;
-  ASSERT_TRUE(receiver.aborted.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(
+      receiver.aborted.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(receiver.abort_request.step_id(), 5);
   EXPECT_EQ(receiver.abort_request.code(),
             static_cast<int>(absl::StatusCode::kUnavailable));

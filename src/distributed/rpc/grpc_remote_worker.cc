@@ -104,27 +104,27 @@ class GrpcRemoteWorker : public WorkerInterface {
           StartTracked(deadlines_.step_ms, &state->ids[i]));
     }
     for (size_t i = 0; i < n; ++i) {
-      generic_.UnaryCall(state->contexts[i].get(), kPushTensorMethod,
-                         grpc::StubOptions(), &state->requests[i],
-                         &state->responses[i],
-                         [this, state, i](grpc::Status s) {
-                           if (!s.ok()) {
-                             absl::MutexLock lock(&state->mu);
-                             if (state->status.ok()) {
-                               state->status = FromGrpcCallStatus(
-                                   s, task_, address_, "PushTensor");
-                             }
-                           }
-                           if (state->pending.fetch_sub(1) == 1) {
-                             absl::Status result;
-                             {
-                               absl::MutexLock lock(&state->mu);
-                               result = state->status;
-                             }
-                             state->done(result);
-                           }
-                           EndTracked(state->ids[i]);  // the last use of this
-                         });
+      generic_.UnaryCall(
+          state->contexts[i].get(), kPushTensorMethod, grpc::StubOptions(),
+          &state->requests[i], &state->responses[i],
+          [this, state, i](grpc::Status s) {
+            if (!s.ok()) {
+              absl::MutexLock lock(&state->mu);
+              if (state->status.ok()) {
+                state->status =
+                    FromGrpcCallStatus(s, task_, address_, "PushTensor");
+              }
+            }
+            if (state->pending.fetch_sub(1) == 1) {
+              absl::Status result;
+              {
+                absl::MutexLock lock(&state->mu);
+                result = state->status;
+              }
+              state->done(result);
+            }
+            EndTracked(state->ids[i]);  // the last use of this
+          });
     }
   }
 

@@ -51,9 +51,9 @@ Tensor RecvBufferPool::Allocate(DataType dtype, const TensorShape& shape) {
     data = std::aligned_alloc(kAlignment, capacity);
     if (data == nullptr) throw std::bad_alloc();
   }
-  return Tensor(dtype, shape,
-                std::make_shared<Buffer>(shared_from_this(), data, size,
-                                         capacity));
+  return Tensor(
+      dtype, shape,
+      std::make_shared<Buffer>(shared_from_this(), data, size, capacity));
 }
 
 RecvBufferPool::~RecvBufferPool() {
