@@ -312,7 +312,30 @@ void Worker::Push(int64_t step_id, const std::string& key, const Tensor& value,
     done(worker.status());
     return;
   }
-  (*worker)->PushTensorAsync(step_id, key, value, std::move(done));
+  // The send is done as soon as the transport holds the tensor (it keeps a
+  // reference to the buffer): the producer's partition does not wait for the
+  // receiver's acknowledgement, which would add a network half round trip to
+  // every step whose producer finishes last. A push that fails aborts the
+  // step on the receiving task, whose Recv would otherwise wait for a tensor
+  // that never comes; the master then aborts it everywhere.
+  WorkerInterface* receiver = *worker;
+  receiver->PushTensorAsync(
+      step_id, key, value,
+      [receiver, step_id, key, from = env_.task_name](const absl::Status& s) {
+        if (s.ok()) return;
+        struct Abort {
+          proto::AbortStepRequest request;
+          proto::AbortStepResponse response;
+        };
+        auto abort = std::make_shared<Abort>();
+        abort->request.set_step_id(step_id);
+        abort->request.set_code(static_cast<int>(s.code()));
+        abort->request.set_message(absl::StrCat(
+            "pushing '", key, "' from task ", from, " failed: ", s.message()));
+        receiver->AbortStepAsync(&abort->request, &abort->response,
+                                 [abort](const absl::Status&) {});
+      });
+  done(absl::OkStatus());
 }
 
 }  // namespace distflow

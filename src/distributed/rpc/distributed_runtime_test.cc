@@ -1,14 +1,19 @@
 // The distributed runtime end to end: real gRPC servers on 127.0.0.1, a
 // grpc:// session, graphs placed across tasks.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
+#include "base/thread_pool.h"
 #include "distflow/distflow.h"
 #include "distflow/server.h"
+#include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
+#include "distributed/worker.h"
 #include "gmock/gmock.h"
 #include "graph/attr_value.h"
 #include "gtest/gtest.h"
@@ -268,6 +273,137 @@ TEST(DistributedRuntimeTest, TwoAndAHalfGiBTensorCrossesTasks) {
 
 namespace distflow {
 namespace {
+
+// A task that a push fails to reach: it answers every call with an error and
+// records the AbortStep it is sent.
+class UnreachableWorker : public WorkerInterface {
+ public:
+  void GetStatusAsync(const proto::GetStatusRequest*, proto::GetStatusResponse*,
+                      StatusCallback done) override {
+    done(Gone());
+  }
+  void RegisterGraphAsync(const proto::RegisterGraphRequest*,
+                          proto::RegisterGraphResponse*,
+                          StatusCallback done) override {
+    done(Gone());
+  }
+  void DeregisterGraphAsync(const proto::DeregisterGraphRequest*,
+                            proto::DeregisterGraphResponse*,
+                            StatusCallback done) override {
+    done(Gone());
+  }
+  void RunGraphAsync(const proto::RunGraphRequest*, proto::RunGraphResponse*,
+                     StatusCallback done) override {
+    done(Gone());
+  }
+  void AbortStepAsync(const proto::AbortStepRequest* request,
+                      proto::AbortStepResponse*, StatusCallback done) override {
+    abort_request = *request;
+    aborted.Notify();
+    done(absl::OkStatus());
+  }
+  void PushTensorAsync(int64_t, const std::string&, const Tensor&,
+                       StatusCallback done) override {
+    done(Gone());
+  }
+  void ShutdownAsync(const proto::ShutdownRequest*, proto::ShutdownResponse*,
+                     StatusCallback done) override {
+    done(Gone());
+  }
+  static absl::Status Gone() {
+    return absl::UnavailableError("task /job:ps/replica:0/task:0 is gone");
+  }
+
+  proto::AbortStepRequest abort_request;
+  absl::Notification aborted;
+};
+
+class OneWorkerCache : public WorkerCacheInterface {
+ public:
+  explicit OneWorkerCache(WorkerInterface* worker) : worker_(worker) {}
+  absl::StatusOr<WorkerInterface*> GetWorker(const std::string&) override {
+    return worker_;
+  }
+  std::string AddressOf(const std::string&) override { return "nowhere:1"; }
+
+ private:
+  WorkerInterface* const worker_;
+};
+
+// The producer's send finishes without waiting for the receiver's
+// acknowledgement; a push that fails aborts the step on the receiver, with
+// the reason and the tensor's key.
+TEST(DistributedRuntimeTest, FailedPushAbortsTheStepOnTheReceiver) {
+  UnreachableWorker receiver;
+  OneWorkerCache cache(&receiver);
+  ThreadPool pool("test", 1);
+  WorkerEnv env;
+  env.task_name = "/job:worker/replica:0/task:0";
+  env.worker_cache = &cache;
+  env.inter_op_pool = &pool;
+  env.intra_op_pool = &pool;
+  Worker worker(std::move(env));
+  const std::string worker_device = "/job:worker/replica:0/task:0/device:CPU:0";
+  const std::string ps_device = "/job:ps/replica:0/task:0/device:CPU:0";
+  proto::RegisterGraphRequest reg;
+  proto::NodeDef* value = reg.mutable_graph()->add_node();
+  value->set_name("value");
+  value->set_op("Const");
+  (*value->mutable_attr())["dtype"] = MakeAttr(DataType::kFloat);
+  (*value->mutable_attr())["value"] = MakeAttr(Tensor::Scalar<float>(3));
+  proto::NodeDef* send = reg.mutable_graph()->add_node();
+  send->set_name("send");
+  send->set_op("_Send");
+  send->add_input("value");
+  (*send->mutable_attr())["T"] = MakeAttr(DataType::kFloat);
+  (*send->mutable_attr())["tensor_name"] = MakeAttr("value:0");
+  (*send->mutable_attr())["send_device"] = MakeAttr(worker_device);
+  (*send->mutable_attr())["recv_device"] = MakeAttr(ps_device);
+  proto::RegisterGraphResponse reg_response;
+  absl::Status reg_status = absl::UnknownError("not called");
+  worker.RegisterGraphAsync(&reg, &reg_response,
+                            [&](const absl::Status& s) { reg_status = s; });
+  ASSERT_TRUE(reg_status.ok()) << reg_status;
+
+  proto::RunGraphRequest run;
+  run.set_graph_handle(reg_response.graph_handle());
+  run.set_step_id(5);
+  proto::RunGraphResponse run_response;
+  absl::Notification ran;
+  absl::Status run_status;
+  worker.RunGraphAsync(&run, &run_response, [&](const absl::Status& s) {
+    run_status = s;
+    ran.Notify();
+  });
+  ASSERT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(run_status.ok()) << run_status;
+  ASSERT_TRUE(
+      receiver.aborted.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(receiver.abort_request.step_id(), 5);
+  EXPECT_EQ(receiver.abort_request.code(),
+            static_cast<int>(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(receiver.abort_request.message(), HasSubstr("value:0"));
+  EXPECT_THAT(receiver.abort_request.message(), HasSubstr("is gone"));
+}
+
+// A remote worker destroyed while a push is in flight (a send completes
+// before its push is acknowledged) cancels it and runs its callback first.
+TEST(DistributedRuntimeTest, DestroyingARemoteWorkerEndsItsPushesFirst) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string address = (*cluster)->address("ps", 0);
+  auto remote = NewGrpcRemoteWorker(NewChannel(address),
+                                    "/job:ps/replica:0/task:0", address);
+  std::atomic<bool> called{false};
+  remote->PushTensorAsync(
+      9,
+      MakeRendezvousKey("/job:worker/replica:0/task:0/device:CPU:0",
+                        "/job:ps/replica:0/task:0/device:CPU:0", "big:0"),
+      Tensor(DataType::kFloat, TensorShape({16 << 20})),
+      [&called](const absl::Status&) { called = true; });
+  remote.reset();
+  EXPECT_TRUE(called.load());
+}
 
 // A step whose master goes away while the ps waits for a tensor is aborted
 // on the ps (it does not wait forever): tensors for it are refused after.

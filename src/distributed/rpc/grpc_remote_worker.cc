@@ -5,6 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -57,9 +60,15 @@ class GrpcRemoteWorker : public WorkerInterface {
   void AbortStepAsync(const proto::AbortStepRequest* request,
                       proto::AbortStepResponse* response,
                       StatusCallback done) override {
-    auto* ctx = NewContext(deadlines_.control_ms);
-    stub_->async()->AbortStep(ctx, request, response,
-                              Finish(ctx, "AbortStep", std::move(done)));
+    uint64_t id = 0;
+    std::shared_ptr<grpc::ClientContext> ctx =
+        StartTracked(deadlines_.control_ms, &id);
+    stub_->async()->AbortStep(
+        ctx.get(), request, response,
+        [this, ctx, id, done = std::move(done)](grpc::Status s) {
+          done(FromGrpcCallStatus(s, task_, address_, "AbortStep"));
+          EndTracked(id);  // the last use of this object
+        });
   }
   void ShutdownAsync(const proto::ShutdownRequest* request,
                      proto::ShutdownResponse* response,
@@ -76,7 +85,8 @@ class GrpcRemoteWorker : public WorkerInterface {
     struct State {
       std::vector<grpc::ByteBuffer> requests;
       std::vector<grpc::ByteBuffer> responses;
-      std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+      std::vector<std::shared_ptr<grpc::ClientContext>> contexts;
+      std::vector<uint64_t> ids;
       std::atomic<int> pending{0};
       absl::Mutex mu;
       absl::Status status;
@@ -88,33 +98,71 @@ class GrpcRemoteWorker : public WorkerInterface {
     state->responses.resize(n);
     state->pending = static_cast<int>(n);
     state->done = std::move(done);
+    state->ids.resize(n);
     for (size_t i = 0; i < n; ++i) {
-      state->contexts.emplace_back(NewContext(deadlines_.step_ms));
+      state->contexts.push_back(
+          StartTracked(deadlines_.step_ms, &state->ids[i]));
     }
     for (size_t i = 0; i < n; ++i) {
-      generic_.UnaryCall(state->contexts[i].get(), kPushTensorMethod,
-                         grpc::StubOptions(), &state->requests[i],
-                         &state->responses[i], [this, state](grpc::Status s) {
-                           if (!s.ok()) {
-                             absl::MutexLock lock(&state->mu);
-                             if (state->status.ok()) {
-                               state->status = FromGrpcCallStatus(
-                                   s, task_, address_, "PushTensor");
-                             }
-                           }
-                           if (state->pending.fetch_sub(1) == 1) {
-                             absl::Status result;
-                             {
-                               absl::MutexLock lock(&state->mu);
-                               result = state->status;
-                             }
-                             state->done(result);
-                           }
-                         });
+      generic_.UnaryCall(
+          state->contexts[i].get(), kPushTensorMethod, grpc::StubOptions(),
+          &state->requests[i], &state->responses[i],
+          [this, state, i](grpc::Status s) {
+            if (!s.ok()) {
+              absl::MutexLock lock(&state->mu);
+              if (state->status.ok()) {
+                state->status =
+                    FromGrpcCallStatus(s, task_, address_, "PushTensor");
+              }
+            }
+            if (state->pending.fetch_sub(1) == 1) {
+              absl::Status result;
+              {
+                absl::MutexLock lock(&state->mu);
+                result = state->status;
+              }
+              state->done(result);
+            }
+            EndTracked(state->ids[i]);  // the last use of this
+          });
     }
   }
 
+  // Pushes and aborts may still be in flight after the step that started
+  // them has ended (a send completes before the push is acknowledged), and
+  // their callbacks use this object: cancel them and wait for the callbacks.
+  ~GrpcRemoteWorker() override {
+    std::vector<std::shared_ptr<grpc::ClientContext>> calls;
+    {
+      absl::MutexLock lock(&tracked_mu_);
+      closing_ = true;
+      for (const auto& [id, ctx] : tracked_) calls.push_back(ctx);
+    }
+    for (const auto& ctx : calls) ctx->TryCancel();
+    calls.clear();
+    absl::MutexLock lock(&tracked_mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tracked_mu_) {
+      return tracked_.empty();
+    };
+    tracked_mu_.Await(absl::Condition(&idle));
+  }
+
  private:
+  std::shared_ptr<grpc::ClientContext> StartTracked(int64_t deadline_ms,
+                                                    uint64_t* id) {
+    auto ctx = std::make_shared<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(deadline_ms));
+    absl::MutexLock lock(&tracked_mu_);
+    *id = next_tracked_id_++;
+    tracked_.emplace(*id, ctx);
+    if (closing_) ctx->TryCancel();  // the call fails as soon as it starts
+    return ctx;
+  }
+  void EndTracked(uint64_t id) {
+    absl::MutexLock lock(&tracked_mu_);
+    tracked_.erase(id);
+  }
   static grpc::ClientContext* NewContext(int64_t deadline_ms) {
     auto* ctx = new grpc::ClientContext;
     ctx->set_deadline(std::chrono::system_clock::now() +
@@ -135,6 +183,11 @@ class GrpcRemoteWorker : public WorkerInterface {
   const std::string task_;
   const std::string address_;
   const RpcDeadlines deadlines_;
+  absl::Mutex tracked_mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<grpc::ClientContext>> tracked_
+      ABSL_GUARDED_BY(tracked_mu_);
+  uint64_t next_tracked_id_ ABSL_GUARDED_BY(tracked_mu_) = 0;
+  bool closing_ ABSL_GUARDED_BY(tracked_mu_) = false;
 };
 
 }  // namespace

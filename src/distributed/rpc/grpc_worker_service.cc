@@ -8,6 +8,10 @@
 namespace distflow {
 namespace {
 
+// Idle receive buffers a worker keeps for reuse: a few steps' worth of large
+// tensors.
+constexpr size_t kMaxIdleRecvBytes = size_t{1} << 30;
+
 using Base = proto::WorkerService::WithCallbackMethod_GetStatus<
     proto::WorkerService::WithCallbackMethod_RegisterGraph<
         proto::WorkerService::WithCallbackMethod_DeregisterGraph<
@@ -42,7 +46,9 @@ class RunGraphReactor : public grpc::ServerUnaryReactor {
 
 class GrpcWorkerService : public Base {
  public:
-  explicit GrpcWorkerService(Worker* worker) : worker_(worker) {}
+  explicit GrpcWorkerService(Worker* worker)
+      : worker_(worker),
+        assembler_(RecvBufferPool::Create(kMaxIdleRecvBytes)) {}
 
   grpc::ServerUnaryReactor* GetStatus(
       grpc::CallbackServerContext* ctx, const proto::GetStatusRequest* request,

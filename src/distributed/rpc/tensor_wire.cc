@@ -123,7 +123,7 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
   if (data_len == total) {
     // The whole tensor in one message: one copy, from gRPC's slices straight
     // into the (aligned) tensor buffer.
-    out.value = Tensor::Uninitialized(dtype, shape);
+    out.value = NewTensor(dtype, shape);
     CopyOut(slices, 4 + header_len, data_len,
             static_cast<char*>(out.value.raw_data()));
     return out;
@@ -135,7 +135,7 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     absl::MutexLock lock(&mu_);
     Partial& partial = partial_[id];
     if (!partial.value.IsInitialized()) {
-      partial.value = Tensor::Uninitialized(dtype, shape);
+      partial.value = NewTensor(dtype, shape);
     }
     target = partial.value;
   }
@@ -150,6 +150,11 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     partial_.erase(it);
   }
   return out;
+}
+
+Tensor PushAssembler::NewTensor(DataType dtype, const TensorShape& shape) {
+  return pool_ != nullptr ? pool_->Allocate(dtype, shape)
+                          : Tensor::Uninitialized(dtype, shape);
 }
 
 void PushAssembler::DropStep(int64_t step_id) {

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "distflow/tensor.h"
+#include "distributed/rpc/recv_buffer_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/worker.pb.h"
 
@@ -40,6 +41,11 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(
 // Reassembles pushed tensors. Thread-safe.
 class PushAssembler {
  public:
+  // Receive buffers of large tensors are reused from `pool` (see
+  // recv_buffer_pool.h); without one every tensor gets a fresh buffer.
+  explicit PushAssembler(std::shared_ptr<RecvBufferPool> pool = nullptr)
+      : pool_(std::move(pool)) {}
+
   struct Complete {
     int64_t step_id = 0;
     std::string key;
@@ -57,6 +63,9 @@ class PushAssembler {
     Tensor value;
     int64_t received = 0;
   };
+  Tensor NewTensor(DataType dtype, const TensorShape& shape);
+
+  const std::shared_ptr<RecvBufferPool> pool_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::pair<int64_t, std::string>, Partial> partial_
       ABSL_GUARDED_BY(mu_);

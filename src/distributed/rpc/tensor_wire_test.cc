@@ -59,5 +59,59 @@ TEST(TensorWireTest, MalformedMessageIsInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TensorWireTest, ReceiveBuffersAreReusedOnlyOnceReleased) {
+  auto pool = RecvBufferPool::Create(/*max_free_bytes=*/size_t{8} << 20);
+  PushAssembler assembler(pool);
+  std::vector<float> data(1 << 18);  // 1 MiB: pooled
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i);
+  Tensor value = Tensor::Vector<float>(data);
+  auto first = assembler.Add(EncodePushTensor(1, "k", value)[0]);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first->value.Equals(value));
+  const void* held = first->value.raw_data();
+  // While the user holds the first tensor, the next gets another buffer and
+  // the first keeps its contents.
+  std::vector<float> other(data.size(), -1.0f);
+  auto second =
+      assembler.Add(EncodePushTensor(2, "k", Tensor::Vector<float>(other))[0]);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(second->value.raw_data(), held);
+  EXPECT_TRUE(first->value.Equals(value));
+  EXPECT_EQ(second->value.flat<float>()[0], -1.0f);
+  // Once released, the buffer is reused for a tensor of the same size, also
+  // when it arrives in chunks.
+  first->value = Tensor();
+  EXPECT_EQ(pool->free_bytes(), data.size() * sizeof(float));
+  auto chunks = EncodePushTensor(3, "k", value, /*chunk_bytes=*/100000);
+  ASSERT_GT(chunks.size(), 1u);
+  Tensor third;
+  for (const grpc::ByteBuffer& chunk : chunks) {
+    auto out = assembler.Add(chunk);
+    ASSERT_TRUE(out.ok()) << out.status();
+    if (out->value.IsInitialized()) third = out->value;
+  }
+  EXPECT_EQ(third.raw_data(), held);
+  EXPECT_TRUE(third.Equals(value));
+  EXPECT_EQ(pool->free_bytes(), 0u);
+}
+
+TEST(TensorWireTest, PoolKeepsAtMostItsLimitOfIdleBuffers) {
+  auto pool = RecvBufferPool::Create(/*max_free_bytes=*/size_t{3} << 20);
+  {
+    Tensor a = pool->Allocate(DataType::kFloat, TensorShape({1 << 18}));
+    Tensor b = pool->Allocate(DataType::kFloat, TensorShape({1 << 19}));
+    Tensor c = pool->Allocate(DataType::kFloat, TensorShape({1 << 20}));
+    Tensor small = pool->Allocate(DataType::kFloat, TensorShape({16}));
+    EXPECT_EQ(small.NumElements(), 16);
+  }
+  // 1 MiB + 2 MiB fit; the 4 MiB buffer does not.
+  EXPECT_EQ(pool->free_bytes(), size_t{3} << 20);
+  {
+    Tensor d = pool->Allocate(DataType::kFloat, TensorShape({1 << 18}));
+    EXPECT_EQ(pool->free_bytes(), size_t{2} << 20);
+  }
+  EXPECT_EQ(pool->free_bytes(), size_t{3} << 20);
+}
+
 }  // namespace
 }  // namespace distflow

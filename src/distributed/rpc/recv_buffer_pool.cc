@@ -1,0 +1,91 @@
+#include "distributed/rpc/recv_buffer_pool.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace distflow {
+namespace {
+constexpr size_t kAlignment = 64;
+}  // namespace
+
+class RecvBufferPool::Buffer : public TensorBuffer {
+ public:
+  Buffer(std::shared_ptr<RecvBufferPool> pool, void* data, size_t size,
+         size_t capacity)
+      : pool_(std::move(pool)), data_(data), size_(size), capacity_(capacity) {}
+  ~Buffer() override { pool_->Release(data_, capacity_); }
+  void* data() const override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  const std::shared_ptr<RecvBufferPool> pool_;
+  void* const data_;
+  const size_t size_;
+  const size_t capacity_;
+};
+
+std::shared_ptr<RecvBufferPool> RecvBufferPool::Create(size_t max_free_bytes) {
+  return std::shared_ptr<RecvBufferPool>(new RecvBufferPool(max_free_bytes));
+}
+
+Tensor RecvBufferPool::Allocate(DataType dtype, const TensorShape& shape) {
+  const size_t size =
+      static_cast<size_t>(shape.num_elements()) * DataTypeSize(dtype);
+  if (size < kMinPooledBytes || DataTypeSize(dtype) == 0) {
+    return Tensor::Uninitialized(dtype, shape);
+  }
+  const size_t capacity = (size + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < idle_.size(); ++i) {
+      if (idle_[i].capacity == capacity) {
+        data = idle_[i].data;
+        free_bytes_ -= capacity;
+        idle_.erase(idle_.begin() + i);
+        break;
+      }
+    }
+  }
+  if (data == nullptr) {
+    data = std::aligned_alloc(kAlignment, capacity);
+    if (data == nullptr) throw std::bad_alloc();
+  }
+  return Tensor(
+      dtype, shape,
+      std::make_shared<Buffer>(shared_from_this(), data, size, capacity));
+}
+
+RecvBufferPool::~RecvBufferPool() {
+  absl::MutexLock lock(&mu_);
+  for (const Idle& idle : idle_) std::free(idle.data);
+}
+
+void RecvBufferPool::Release(void* data, size_t capacity) {
+  if (capacity > max_free_bytes_) {
+    std::free(data);
+    return;
+  }
+  std::vector<void*> evicted;
+  {
+    absl::MutexLock lock(&mu_);
+    // The oldest idle buffers make room for the newest.
+    size_t drop = 0;
+    while (free_bytes_ + capacity > max_free_bytes_) {
+      free_bytes_ -= idle_[drop].capacity;
+      evicted.push_back(idle_[drop].data);
+      ++drop;
+    }
+    idle_.erase(idle_.begin(), idle_.begin() + drop);
+    idle_.push_back({data, capacity});
+    free_bytes_ += capacity;
+  }
+  for (void* p : evicted) std::free(p);
+}
+
+size_t RecvBufferPool::free_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return free_bytes_;
+}
+
+}  // namespace distflow
