@@ -53,32 +53,24 @@ class GrpcWorkerService : public Base {
   grpc::ServerUnaryReactor* GetStatus(
       grpc::CallbackServerContext* ctx, const proto::GetStatusRequest* request,
       proto::GetStatusResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    worker_->GetStatusAsync(request, response, Finisher(reactor));
-    return reactor;
+    return Forward(ctx, request, response, &Worker::GetStatusAsync);
   }
   grpc::ServerUnaryReactor* RegisterGraph(
       grpc::CallbackServerContext* ctx,
       const proto::RegisterGraphRequest* request,
       proto::RegisterGraphResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    worker_->RegisterGraphAsync(request, response, Finisher(reactor));
-    return reactor;
+    return Forward(ctx, request, response, &Worker::RegisterGraphAsync);
   }
   grpc::ServerUnaryReactor* DeregisterGraph(
       grpc::CallbackServerContext* ctx,
       const proto::DeregisterGraphRequest* request,
       proto::DeregisterGraphResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    worker_->DeregisterGraphAsync(request, response, Finisher(reactor));
-    return reactor;
+    return Forward(ctx, request, response, &Worker::DeregisterGraphAsync);
   }
   grpc::ServerUnaryReactor* RunGraph(
       grpc::CallbackServerContext* ctx, const proto::RunGraphRequest* request,
       proto::RunGraphResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    worker_->RunGraphAsync(request, response, Finisher(reactor));
-    return reactor;
+    return Forward(ctx, request, response, &Worker::RunGraphAsync);
   }
   grpc::ServerUnaryReactor* AbortStep(
       grpc::CallbackServerContext* ctx, const proto::AbortStepRequest* request,
@@ -109,12 +101,22 @@ class GrpcWorkerService : public Base {
   grpc::ServerUnaryReactor* Shutdown(
       grpc::CallbackServerContext* ctx, const proto::ShutdownRequest* request,
       proto::ShutdownResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    worker_->ShutdownAsync(request, response, Finisher(reactor));
-    return reactor;
+    return Forward(ctx, request, response, &Worker::ShutdownAsync);
   }
 
  private:
+  // Hands a unary call to the worker, which answers through the reactor.
+  template <typename Request, typename Response>
+  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx,
+                                    const Request* request, Response* response,
+                                    void (Worker::*method)(const Request*,
+                                                           Response*,
+                                                           StatusCallback)) {
+    auto* reactor = ctx->DefaultReactor();
+    (worker_->*method)(request, response, Finisher(reactor));
+    return reactor;
+  }
+
   static StatusCallback Finisher(grpc::ServerUnaryReactor* reactor) {
     return
         [reactor](const absl::Status& s) { reactor->Finish(ToGrpcStatus(s)); };
