@@ -1,50 +1,35 @@
-// Trains an MLP or a CNN on Fashion-MNIST in one process and reports the
-// accuracy on the 10,000 test images:
+// Trains an MLP or a CNN on Fashion-MNIST and reports the accuracy on the
+// 10,000 test images, in one process:
 //
 //   build/bin/fashion_mnist --model=mlp
 //   build/bin/fashion_mnist --model=cnn
+//
+// or as one task of a cluster (see distributed.h), every task the same binary:
+//
+//   build/bin/fashion_mnist --job_name=ps --task_index=0
+//       --ps_hosts=localhost:2222 --worker_hosts=localhost:2223,localhost:2224
+//   build/bin/fashion_mnist --job_name=worker --task_index=0 (and 1), with
+//       the same --ps_hosts and --worker_hosts
 //
 // Progress (step, loss, examples/sec) goes to stderr; the last line on stdout
 // is `test_accuracy=0.XXXX`.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "CLI/CLI.hpp"
 #include "distflow/data.h"
 #include "distflow/distflow.h"
+#include "examples/fashion_mnist/distributed.h"
+#include "examples/fashion_mnist/flags.h"
 #include "examples/fashion_mnist/model.h"
 
 namespace df = distflow;
 
 namespace {
 
-struct Flags {
-  fashion_mnist::ModelOptions model;
-  int64_t epochs = 0;       // 0: the model's default
-  int64_t train_steps = 0;  // overrides epochs when > 0
-  int64_t batch_size = 100;
-  int64_t log_every = 100;
-  int threads = 0;  // 0: one per core
-  std::string data_dir = df::data::kDefaultFashionMnistDir;
-};
-
-absl::StatusOr<double> Evaluate(df::ClientSession* session,
-                                const fashion_mnist::Model& m,
-                                const df::data::LabeledImages& test) {
-  const int64_t n = test.images.dim_size(0), batch = 500;
-  double correct = 0;
-  for (int64_t begin = 0; begin < n; begin += batch) {
-    const int64_t end = std::min(n, begin + batch);
-    auto out = session->Run({{m.images, test.images.Slice(begin, end)},
-                             {m.labels, test.labels.Slice(begin, end)},
-                             {m.dropout_rate, df::Tensor::Scalar(0.0f)}},
-                            {m.accuracy});
-    if (!out.ok()) return out.status();
-    correct += (*out)[0].scalar<float>() * (end - begin);
-  }
-  return correct / n;
-}
+using fashion_mnist::Flags;
 
 absl::Status Train(const Flags& flags) {
   auto train_data =
@@ -69,10 +54,7 @@ absl::Status Train(const Flags& flags) {
   if (auto s = (*session)->RunTargets({m.init}); !s.ok()) return s;
 
   const int64_t n = train_data->images.dim_size(0);
-  const int64_t epochs =
-      flags.epochs > 0 ? flags.epochs : (flags.model.model == "mlp" ? 30 : 12);
-  const int64_t steps = flags.train_steps > 0 ? flags.train_steps
-                                              : epochs * (n / flags.batch_size);
+  const int64_t steps = flags.StepsFor(n);
   auto dataset =
       df::data::Dataset::FromTensors({train_data->images, train_data->labels})
           .Shuffle(n, flags.model.seed)
@@ -103,7 +85,7 @@ absl::Status Train(const Flags& flags) {
       last = now;
     }
   }
-  auto accuracy = Evaluate(session->get(), m, *test_data);
+  auto accuracy = fashion_mnist::Evaluate(session->get(), m, *test_data);
   if (!accuracy.ok()) return accuracy.status();
   std::printf("test_accuracy=%.4f\n", *accuracy);
   return absl::OkStatus();
@@ -113,26 +95,54 @@ absl::Status Train(const Flags& flags) {
 
 int main(int argc, char** argv) {
   Flags flags;
-  CLI::App app{"Trains a Fashion-MNIST classifier in one process."};
+  // The cluster flags are parsed by ParseTaskConfig; CLI11 only lists them.
+  std::string job_name, ps_hosts, worker_hosts;
+  int task_index = 0;
+  CLI::App app{
+      "Trains a Fashion-MNIST classifier in one process, or as one task of a "
+      "cluster (with --job_name, --task_index, --ps_hosts, --worker_hosts or "
+      "the TF_CONFIG environment variable)."};
   app.add_option("--model", flags.model.model, "mlp or cnn")
       ->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--epochs", flags.epochs,
                  "passes over the 60,000 training images (default: mlp 30, "
                  "cnn 12)");
   app.add_option("--train_steps", flags.train_steps,
-                 "steps to train (overrides --epochs)");
+                 "steps to train (overrides --epochs); global steps when "
+                 "distributed");
   app.add_option("--batch_size", flags.batch_size)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--learning_rate", flags.model.learning_rate, "Adam's");
   app.add_option("--seed", flags.model.seed);
-  app.add_option("--threads", flags.threads, "threads (default: one per core)")
+  app.add_option("--threads", flags.threads,
+                 "threads of the session or the task's server (default: one "
+                 "per core)")
       ->check(CLI::Range(0, 256));
   app.add_option("--log_every", flags.log_every)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--data_dir", flags.data_dir);
+  app.add_option("--job_name", job_name, "distributed: ps or worker");
+  app.add_option("--task_index", task_index, "distributed: index in its job");
+  app.add_option("--ps_hosts", ps_hosts,
+                 "distributed: comma-separated host:port of the ps tasks");
+  app.add_option("--worker_hosts", worker_hosts,
+                 "distributed: comma-separated host:port of the workers");
+  app.add_option("--steps_to_validate", flags.steps_to_validate,
+                 "distributed: the chief evaluates on the test set every this "
+                 "many global steps (0: only at the end)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
 
-  absl::Status s = Train(flags);
+  absl::Status s;
+  const char* tf_config = std::getenv("TF_CONFIG");
+  if (!job_name.empty() || !ps_hosts.empty() || !worker_hosts.empty() ||
+      (tf_config != nullptr && *tf_config != '\0')) {
+    auto task = df::ParseTaskConfig(argc, argv);
+    s = task.ok() ? fashion_mnist::RunDistributedTask(*task, flags)
+                  : task.status();
+  } else {
+    s = Train(flags);
+  }
   if (!s.ok()) {
     std::cerr << "fashion_mnist: " << s << "\n";
     return 1;

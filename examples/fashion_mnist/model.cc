@@ -1,5 +1,7 @@
 #include "examples/fashion_mnist/model.h"
 
+#include <algorithm>
+
 #include "distflow/distflow.h"
 
 namespace fashion_mnist {
@@ -82,6 +84,22 @@ absl::StatusOr<Model> BuildModel(const df::Scope& scope,
   m.init = df::ops::GlobalVariablesInitializer(scope);
   if (!scope.ok()) return scope.status();
   return m;
+}
+
+absl::StatusOr<double> Evaluate(df::ClientSession* session, const Model& model,
+                                const df::data::LabeledImages& data) {
+  const int64_t n = data.images.dim_size(0), batch = 500;
+  double correct = 0;
+  for (int64_t begin = 0; begin < n; begin += batch) {
+    const int64_t end = std::min(n, begin + batch);
+    auto out = session->Run({{model.images, data.images.Slice(begin, end)},
+                             {model.labels, data.labels.Slice(begin, end)},
+                             {model.dropout_rate, df::Tensor::Scalar(0.0f)}},
+                            {model.accuracy});
+    if (!out.ok()) return out.status();
+    correct += (*out)[0].scalar<float>() * (end - begin);
+  }
+  return correct / n;
 }
 
 }  // namespace fashion_mnist

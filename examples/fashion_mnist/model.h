@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "distflow/data.h"
 #include "distflow/distflow.h"
 
 namespace fashion_mnist {
@@ -34,6 +35,12 @@ struct Model {
 // Builds the model in `scope` (its device function places the variables).
 absl::StatusOr<Model> BuildModel(const distflow::Scope& scope,
                                  const ModelOptions& options);
+
+// The fraction of `data` that `model` classifies right, run through `session`
+// in batches of 500 without dropout.
+absl::StatusOr<double> Evaluate(distflow::ClientSession* session,
+                                const Model& model,
+                                const distflow::data::LabeledImages& data);
 
 }  // namespace fashion_mnist
 

@@ -1,0 +1,285 @@
+#include "examples/fashion_mnist/distributed.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "distflow/distflow.h"
+#include "examples/example_util.h"
+
+namespace fashion_mnist {
+
+namespace df = distflow;
+
+namespace {
+
+// How long a worker waits for the ps tasks to start and the chief to
+// initialize the model, and how long the chief waits for the other workers
+// to finish before it stops the ps tasks anyway.
+constexpr int kStartupSeconds = 120;
+constexpr auto kWorkersDoneTimeout = std::chrono::seconds(60);
+constexpr auto kPollInterval = std::chrono::milliseconds(200);
+
+// This task's place among the training replicas: the chief job's task (if the
+// cluster has one) first, then the workers in index order.
+struct Replica {
+  int index = 0;
+  int count = 0;
+  bool is_chief = false;
+  std::string name;  // "worker 1", for logs
+};
+
+absl::StatusOr<Replica> ReplicaOf(const df::TaskConfig& task) {
+  const int chiefs = task.cluster.num_tasks("chief");
+  Replica r;
+  r.count = chiefs + task.cluster.num_tasks("worker");
+  r.is_chief = task.is_chief;
+  r.name = absl::StrCat(task.job_name, " ", task.task_index);
+  if (task.job_name == "chief") {
+    r.index = 0;
+  } else if (task.job_name == "worker") {
+    r.index = chiefs + task.task_index;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--job_name (or TF_CONFIG's task type) must be ps, "
+                     "worker or chief, got '",
+                     task.job_name, "'"));
+  }
+  return r;
+}
+
+// The graph every replica builds: the model, placed by the replica device
+// setter, and the ops that start and end the job.
+struct ReplicaGraph {
+  Model model;
+  df::ops::Variable workers_done;       // replicas that have stopped training
+  df::Output mark_done;                 // adds this replica to workers_done
+  std::vector<df::Output> initialized;  // one bool per variable
+  df::Operation init;
+};
+
+absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
+                                               const df::TaskConfig& task,
+                                               const Flags& flags) {
+  const df::Scope s = root.WithDeviceFunction(
+      df::ReplicaDeviceSetter(task.cluster, task.TaskDevice()));
+  ReplicaGraph g;
+  auto model = BuildModel(s, flags.model);
+  if (!model.ok()) return model.status();
+  g.model = *model;
+  g.workers_done = df::ops::Variable(s.WithOpName("workers_done"),
+                                     df::Tensor::Scalar<int64_t>(0),
+                                     df::ops::VariableOptions{false});
+  g.mark_done = df::ops::AssignAdd(s, g.workers_done, int64_t{1});
+  for (const df::ops::Variable& var : df::ops::GlobalVariables(root)) {
+    g.initialized.push_back(df::ops::IsVariableInitialized(s, var));
+  }
+  // After every variable exists, so that it initializes all of them (the
+  // model's own init predates workers_done).
+  g.init = df::ops::GlobalVariablesInitializer(root);
+  if (!root.ok()) return root.status();
+  return g;
+}
+
+// Waits until every variable has a value: the chief initializes them, the
+// other replicas must not train before it has.
+absl::Status WaitUntilInitialized(df::ClientSession* session,
+                                  const ReplicaGraph& g) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(kStartupSeconds);
+  while (true) {
+    auto out = session->Run(g.initialized);
+    if (out.ok()) {
+      bool all = true;
+      for (const df::Tensor& t : *out) all = all && t.scalar<bool>();
+      if (all) return absl::OkStatus();
+    } else if (!absl::IsUnavailable(out.status())) {
+      return out.status();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the model's variables were not initialized within ", kStartupSeconds,
+          " s: is the chief task running and are the ps tasks reachable? "
+          "(last: ",
+          out.ok() ? "some variables uninitialized" : out.status().ToString(),
+          ")"));
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+// Trains until the global step reaches the target; returns the local steps.
+absl::StatusOr<int64_t> TrainReplica(df::ClientSession* session,
+                                     const ReplicaGraph& g,
+                                     const Replica& replica, const Flags& flags,
+                                     const df::data::LabeledImages& train,
+                                     const df::data::LabeledImages* test) {
+  const Model& m = g.model;
+  const int64_t shard_size = train.images.dim_size(0) / replica.count;
+  // Every replica trains on its own shard; the seed makes the shuffles differ
+  // too.
+  auto dataset = df::data::Dataset::FromTensors({train.images, train.labels})
+                     .Shard(replica.count, replica.index)
+                     .Shuffle(shard_size, flags.model.seed + replica.index)
+                     .Repeat()
+                     .Batch(flags.batch_size, /*drop_remainder=*/true)
+                     .Prefetch(2);
+  auto it = dataset.MakeIterator();
+  if (!it.ok()) return it.status();
+
+  // --epochs counts passes over the whole training set by all replicas.
+  const int64_t last_step = flags.StepsFor(train.images.dim_size(0));
+  const df::Tensor dropout = df::Tensor::Scalar(flags.model.dropout_rate);
+  int64_t local_steps = 0, global_step = 0, next_validation = 0;
+  if (flags.steps_to_validate > 0) next_validation = flags.steps_to_validate;
+  auto last_log = std::chrono::steady_clock::now();
+  while (global_step < last_step) {
+    auto batch = (*it)->GetNext();
+    if (!batch.ok()) return batch.status();
+    auto out = session->Run({{m.images, (**batch)[0]},
+                             {m.labels, (**batch)[1]},
+                             {m.dropout_rate, dropout}},
+                            {m.loss, m.global_step}, {m.train});
+    if (!out.ok()) return out.status();
+    ++local_steps;
+    global_step = (*out)[1].scalar<int64_t>();
+    if (local_steps % flags.log_every == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      const double secs = std::chrono::duration<double>(now - last_log).count();
+      std::fprintf(stderr,
+                   "%s: local step %lld, global step %lld, loss %.4f, %.0f "
+                   "examples/sec\n",
+                   replica.name.c_str(), static_cast<long long>(local_steps),
+                   static_cast<long long>(global_step),
+                   (*out)[0].scalar<float>(),
+                   flags.log_every * flags.batch_size / secs);
+      last_log = now;
+    }
+    if (test != nullptr && next_validation > 0 &&
+        global_step >= next_validation && global_step < last_step) {
+      auto accuracy = Evaluate(session, m, *test);
+      if (!accuracy.ok()) return accuracy.status();
+      std::printf("global_step=%lld validation_accuracy=%.4f\n",
+                  static_cast<long long>(global_step), *accuracy);
+      std::fflush(stdout);
+      next_validation =
+          (global_step / flags.steps_to_validate + 1) * flags.steps_to_validate;
+    }
+  }
+  std::printf("%s: local_steps=%lld, stopped at global_step=%lld\n",
+              replica.name.c_str(), static_cast<long long>(local_steps),
+              static_cast<long long>(global_step));
+  std::fflush(stdout);
+  return local_steps;
+}
+
+// The chief's ending: waits (bounded) until every replica has stopped, then
+// tells the ps tasks that the job is done.
+absl::Status StopPsTasks(df::ClientSession* session, const ReplicaGraph& g,
+                         const df::TaskConfig& task, int replicas) {
+  const auto deadline = std::chrono::steady_clock::now() + kWorkersDoneTimeout;
+  int64_t done = 0;
+  while (true) {
+    auto out = session->Run({g.workers_done});
+    if (!out.ok()) return out.status();
+    done = (*out)[0].scalar<int64_t>();
+    if (done >= replicas || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  if (done < replicas) {
+    std::fprintf(stderr,
+                 "only %lld of %d workers finished within %lld s; stopping the "
+                 "ps tasks anyway\n",
+                 static_cast<long long>(done), replicas,
+                 static_cast<long long>(kWorkersDoneTimeout.count()));
+  }
+  (void)session->Close();
+  for (const std::string& ps : task.cluster.tasks("ps")) {
+    if (absl::Status s = df::ShutdownTask(ps); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
+                        const Flags& flags, const std::string& target) {
+  auto train =
+      df::data::LoadFashionMnist(flags.data_dir, df::data::Split::kTrain);
+  if (!train.ok()) return train.status();
+  df::data::LabeledImages test;
+  if (replica.is_chief) {
+    auto loaded =
+        df::data::LoadFashionMnist(flags.data_dir, df::data::Split::kTest);
+    if (!loaded.ok()) return loaded.status();
+    test = *std::move(loaded);
+  }
+
+  df::Scope root = df::Scope::NewRootScope();
+  auto graph = BuildReplicaGraph(root, task, flags);
+  if (!graph.ok()) return graph.status();
+  df::SessionOptions options;
+  options.target = target;
+  auto session = df::ClientSession::Create(root, options);
+  if (!session.ok()) return session.status();
+
+  if (replica.is_chief) {
+    // The ps tasks may still be starting.
+    absl::Status s = examples::RetryWhileUnavailable(
+        [&] { return (*session)->RunTargets({graph->init}); }, kStartupSeconds);
+    if (!s.ok()) return s;
+  } else if (absl::Status s = WaitUntilInitialized(session->get(), *graph);
+             !s.ok()) {
+    return s;
+  }
+
+  auto steps = TrainReplica(session->get(), *graph, replica, flags, *train,
+                            replica.is_chief ? &test : nullptr);
+  if (!steps.ok()) return steps.status();
+  if (replica.is_chief) {
+    auto accuracy = Evaluate(session->get(), graph->model, test);
+    if (!accuracy.ok()) return accuracy.status();
+    std::printf("test_accuracy=%.4f\n", *accuracy);
+    std::fflush(stdout);
+  }
+
+  auto marked = (*session)->Run({graph->mark_done});
+  if (replica.is_chief) {
+    if (!marked.ok()) return marked.status();
+    return StopPsTasks(session->get(), *graph, task, replica.count);
+  }
+  if (!marked.ok() && (absl::IsUnavailable(marked.status()) ||
+                       absl::IsCancelled(marked.status()) ||
+                       absl::IsAborted(marked.status()))) {
+    // This replica reached the last step; the chief has already ended the
+    // job (it gave up waiting for a slower worker).
+    std::fprintf(stderr, "%s: the ps tasks are gone after the last step: %s\n",
+                 replica.name.c_str(), marked.status().ToString().c_str());
+    return absl::OkStatus();
+  }
+  (void)(*session)->Close();
+  return marked.status();
+}
+
+}  // namespace
+
+absl::Status RunDistributedTask(const df::TaskConfig& task,
+                                const Flags& flags) {
+  // Checked before the server starts, so that a wrong job fails fast.
+  absl::StatusOr<Replica> replica;
+  if (task.job_name != "ps") {
+    replica = ReplicaOf(task);
+    if (!replica.ok()) return replica.status();
+  }
+  df::ServerOptions server_options;
+  server_options.inter_op_threads = flags.threads;
+  server_options.intra_op_threads = flags.threads;
+  auto server = df::Server::Create(task.cluster, task.job_name, task.task_index,
+                                   server_options);
+  if (!server.ok()) return server.status();
+  if (task.job_name == "ps") return (*server)->Join();
+  return RunReplica(task, *replica, flags, (*server)->target());
+}
+
+}  // namespace fashion_mnist

@@ -1,0 +1,43 @@
+// The distributed mode of build/bin/fashion_mnist: one task of a cluster of
+// parameter servers and workers, trained by between-graph replication.
+//
+// - A ps task serves the variables until the chief tells it the job is done,
+//   then returns OK (the process exits 0).
+// - Every worker builds the same graph: the variables (the model's, Adam's
+//   slots, the global step) go round-robin onto the ps tasks through the
+//   replica device setter, the computation onto the worker itself. Worker i
+//   reads shard i of the training images (of as many shards as there are
+//   workers), and applies its gradients as soon as they are computed
+//   (asynchronous training).
+// - The chief (worker 0, or the task of a "chief" job) initializes the
+//   variables; the others wait until every variable has a value.
+// - --train_steps counts global steps: every worker stops once the global
+//   step it reads after a step has reached it. A worker reads the step
+//   concurrently with its own update, so the job ends between train_steps and
+//   train_steps + workers global steps. The chief evaluates on the test set
+//   every --steps_to_validate global steps and prints `test_accuracy=` at the
+//   end.
+// - Ending: every worker, once it has stopped, adds one to a counter on the
+//   ps ("workers_done"). The chief waits until all workers have done so (or
+//   a minute has passed: a worker that died will never report) and only then
+//   shuts the ps tasks down, so no worker loses its ps in the middle of its
+//   last step. A worker that finds the ps gone while reporting has reached
+//   the last step already: that is a clean exit.
+#ifndef DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
+#define DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
+
+#include "absl/status/status.h"
+#include "distflow/cluster.h"
+#include "examples/fashion_mnist/flags.h"
+
+namespace fashion_mnist {
+
+// Runs `task`'s part of the job until the job is done. INVALID_ARGUMENT for a
+// job other than ps, worker or chief; the first error of the server, the data
+// or a training step otherwise (each names the task or file at fault).
+absl::Status RunDistributedTask(const distflow::TaskConfig& task,
+                                const Flags& flags);
+
+}  // namespace fashion_mnist
+
+#endif  // DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_

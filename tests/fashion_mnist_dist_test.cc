@@ -1,0 +1,95 @@
+// build/bin/fashion_mnist as a real cluster on 127.0.0.1: one ps and two
+// workers, each a process with the seeds' flags, training the MLP for a few
+// hundred global steps on Fashion-MNIST.
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "subprocess.h"
+
+namespace distflow {
+namespace {
+
+using ::distflow::testing::PickFreePort;
+using ::distflow::testing::Subprocess;
+using ::testing::HasSubstr;
+
+constexpr auto kTimeout = std::chrono::seconds(120);
+constexpr int kTrainSteps = 300;
+
+std::string Address() { return absl::StrCat("127.0.0.1:", PickFreePort()); }
+
+std::unique_ptr<Subprocess> StartTask(const std::string& job, int index,
+                                      const std::string& ps_hosts,
+                                      const std::string& worker_hosts) {
+  return std::make_unique<Subprocess>(std::vector<std::string>{
+      absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"), "--job_name=" + job,
+      absl::StrCat("--task_index=", index), "--ps_hosts=" + ps_hosts,
+      "--worker_hosts=" + worker_hosts, "--model=mlp", "--batch_size=50",
+      absl::StrCat("--train_steps=", kTrainSteps), "--steps_to_validate=100",
+      "--log_every=50", "--threads=1"});
+}
+
+// The number after `key=` in `text`, or -1.
+double ValueOf(const std::string& text, const std::string& key) {
+  std::smatch match;
+  if (!std::regex_search(text, match, std::regex(key + "=([0-9.]+)"))) {
+    return -1;
+  }
+  return std::strtod(match[1].str().c_str(), nullptr);
+}
+
+TEST(FashionMnistDistributedTest, OnePsTwoWorkersTrainAndEveryTaskExits) {
+  const std::string ps_hosts = Address();
+  const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
+  auto ps = StartTask("ps", 0, ps_hosts, worker_hosts);
+  auto worker1 = StartTask("worker", 1, ps_hosts, worker_hosts);
+  auto chief = StartTask("worker", 0, ps_hosts, worker_hosts);
+  ASSERT_TRUE(ps->started() && worker1->started() && chief->started());
+
+  for (Subprocess* worker : {chief.get(), worker1.get()}) {
+    auto code = worker->Wait(kTimeout);
+    ASSERT_TRUE(code.has_value()) << "a worker hung: " << worker->Output();
+    EXPECT_EQ(*code, 0) << worker->Output();
+  }
+  // Nobody stops the ps but the chief.
+  auto ps_code = ps->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(ps_code.has_value()) << "the ps did not exit: " << ps->Output();
+  EXPECT_EQ(*ps_code, 0) << ps->Output();
+
+  const std::string out = chief->Output();
+  // Above chance (0.1) by far: 300 steps of 50 reach about 0.8.
+  EXPECT_GT(ValueOf(out, "test_accuracy"), 0.5) << out;
+  EXPECT_THAT(out, HasSubstr("global_step=100 validation_accuracy="));
+  EXPECT_EQ(worker1->Output().find("test_accuracy"), std::string::npos);
+  // Both workers trained, and together they took the global steps.
+  const double chief_steps = ValueOf(out, "local_steps");
+  const double worker1_steps = ValueOf(worker1->Output(), "local_steps");
+  EXPECT_GT(chief_steps, 0) << out;
+  EXPECT_GT(worker1_steps, 0) << worker1->Output();
+  EXPECT_GE(chief_steps + worker1_steps, kTrainSteps);
+  for (Subprocess* worker : {chief.get(), worker1.get()}) {
+    EXPECT_GE(ValueOf(worker->Output(), "stopped at global_step"), kTrainSteps)
+        << worker->Output();
+  }
+}
+
+TEST(FashionMnistDistributedTest, UnknownJobIsAnErrorNamingIt) {
+  const std::string ps_hosts = Address(), worker_hosts = Address();
+  Subprocess task({absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"),
+                   "--job_name=evaluator", "--task_index=0",
+                   "--ps_hosts=" + ps_hosts, "--worker_hosts=" + worker_hosts});
+  auto code = task.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value()) << task.Output();
+  EXPECT_EQ(*code, 1);
+  EXPECT_THAT(task.Output(), HasSubstr("evaluator"));
+}
+
+}  // namespace
+}  // namespace distflow
