@@ -1,0 +1,305 @@
+// Distributed training throughput of the Fashion-MNIST MLP (784-256-128-10,
+// Adam, batch 100), every task a process on 127.0.0.1:
+//  - 1 ps + 2 workers, asynchronous: distflow (variables on the ps by the
+//    replica device setter, each worker running the whole training step
+//    through its own task's master) against a PyTorch RPC parameter server
+//    (bench/peers/torch_rpc_ps.py: the ps holds the parameters and Adam; each
+//    trainer pulls the parameters, computes gradients, pushes them);
+//  - the same PyTorch layout synchronous (the ps averages both trainers'
+//    gradients per step), as a reference;
+//  - the cost of distribution: 1 ps + 1 worker against one process training
+//    the same model at the same batch size.
+// A setup's examples/sec is the sum of its workers' rates over their
+// measured steps (after a warm-up), on both sides.
+//
+//   build/bench/dist_train_bench [--steps N] [--worker_threads T]
+#include <limits.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bench_util.h"
+#include "distflow/data.h"
+#include "distflow/distflow.h"
+#include "examples/fashion_mnist/model.h"
+#include "nlohmann/json.hpp"
+
+#ifndef DISTFLOW_BENCH_DIR
+#error "DISTFLOW_BENCH_DIR must name the bench/ source folder"
+#endif
+
+namespace df = distflow;
+
+namespace {
+
+constexpr int64_t kBatch = 100;
+constexpr int64_t kBatches = 50;  // the same 50 batches as the peer, cycled
+
+struct Config {
+  int64_t steps = 300;  // measured steps per worker
+  int64_t warmup = 30;
+  int worker_threads = 1;  // of each worker's server
+  int ps_threads = 1;
+  int local_threads = 2;  // of the single-process session
+};
+
+// One training step of the MLP on batch `i` of the first kBatches.
+absl::Status Step(df::ClientSession* session, const fashion_mnist::Model& m,
+                  const df::data::LabeledImages& d, int64_t i) {
+  const int64_t k = i % kBatches;
+  return session
+      ->Run({{m.images, d.images.Slice(k * kBatch, (k + 1) * kBatch)},
+             {m.labels, d.labels.Slice(k * kBatch, (k + 1) * kBatch)},
+             {m.dropout_rate, df::Tensor::Scalar(0.0f)}},
+            {}, {m.train})
+      .status();
+}
+
+// Warm-up, then `config.steps` timed steps starting at batch `first`;
+// examples/sec.
+absl::StatusOr<double> TimeSteps(df::ClientSession* session,
+                                 const fashion_mnist::Model& m,
+                                 const df::data::LabeledImages& d,
+                                 int64_t first, const Config& config) {
+  for (int64_t i = 0; i < config.warmup; ++i) {
+    if (absl::Status s = Step(session, m, d, first + i); !s.ok()) return s;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < config.steps; ++i) {
+    absl::Status s = Step(session, m, d, first + config.warmup + i);
+    if (!s.ok()) return s;
+  }
+  return config.steps * kBatch / bench::Seconds(start);
+}
+
+absl::StatusOr<double> SingleProcess(const df::data::LabeledImages& d,
+                                     const Config& config) {
+  df::Scope root = df::Scope::NewRootScope();
+  auto m = fashion_mnist::BuildModel(root, {});
+  if (!m.ok()) return m.status();
+  df::SessionOptions options;
+  options.intra_op_threads = config.local_threads;
+  options.inter_op_threads = config.local_threads;
+  auto session = df::ClientSession::Create(root, options);
+  if (!session.ok()) return session.status();
+  if (absl::Status s = (*session)->RunTargets({m->init}); !s.ok()) return s;
+  return TimeSteps(session->get(), *m, d, 0, config);
+}
+
+// A worker process: trains on the cluster and prints examples_per_sec=.
+int RunWorker(const df::ClusterSpec& cluster, int index, const Config& config) {
+  auto fail = [index](const absl::Status& s) {
+    std::printf("worker %d: %s\n", index, s.ToString().c_str());
+    return 1;
+  };
+  auto data = df::data::LoadFashionMnist(df::data::Split::kTrain);
+  if (!data.ok()) return fail(data.status());
+  df::ServerOptions server_options;
+  server_options.inter_op_threads = config.worker_threads;
+  server_options.intra_op_threads = config.worker_threads;
+  auto server = df::Server::Create(cluster, "worker", index, server_options);
+  if (!server.ok()) return fail(server.status());
+  df::Scope root = df::Scope::NewRootScope();
+  df::Scope s = root.WithDeviceFunction(df::ReplicaDeviceSetter(
+      cluster, absl::StrCat("/job:worker/task:", index)));
+  auto m = fashion_mnist::BuildModel(s, {});
+  if (!m.ok()) return fail(m.status());
+  df::SessionOptions options;
+  options.target = (*server)->target();
+  auto session = df::ClientSession::Create(root, options);
+  if (!session.ok()) return fail(session.status());
+  // Worker 0 initializes once the ps is up; the others wait until it has.
+  const int64_t first = index * kBatches / cluster.num_tasks("worker");
+  std::vector<df::Output> initialized;
+  for (const auto& var : df::ops::GlobalVariables(root)) {
+    initialized.push_back(df::ops::IsVariableInitialized(s, var));
+  }
+  absl::Status ready;
+  for (int attempt = 0; attempt < 600; ++attempt) {
+    if (index == 0) {
+      ready = (*session)->RunTargets({m->init});
+    } else {
+      auto out = (*session)->Run(initialized);
+      ready = out.status();
+      for (size_t i = 0; ready.ok() && i < out->size(); ++i) {
+        if (!(*out)[i].scalar<bool>()) ready = absl::UnavailableError("not initialized yet");
+      }
+    }
+    if (!absl::IsUnavailable(ready)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!ready.ok()) return fail(ready);
+  auto rate = TimeSteps(session->get(), *m, *data, first, config);
+  if (!rate.ok()) return fail(rate.status());
+  std::printf("examples_per_sec=%.1f\n", *rate);
+  return 0;
+}
+
+// Output of `command` (stdout and stderr) and whether it exited 0.
+struct CommandResult {
+  std::string output;
+  bool ok = false;
+};
+std::unique_ptr<FILE, int (*)(FILE*)> Start(const std::string& command) {
+  return {popen((command + " 2>&1").c_str(), "r"), pclose};
+}
+CommandResult Finish(std::unique_ptr<FILE, int (*)(FILE*)> pipe) {
+  CommandResult r;
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe.get())) {
+    r.output.append(buf, n);
+  }
+  r.ok = pclose(pipe.release()) == 0;
+  return r;
+}
+
+std::string SelfPath() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, n) : "dist_train_bench";
+}
+
+// distflow with one ps and `workers` workers, each a process.
+absl::StatusOr<double> Distflow(int workers, const Config& config) {
+  const std::string self = SelfPath();
+  const std::string ps = absl::StrCat("127.0.0.1:", bench::PickFreePort());
+  std::vector<std::string> hosts;
+  for (int i = 0; i < workers; ++i) {
+    hosts.push_back(absl::StrCat("127.0.0.1:", bench::PickFreePort()));
+  }
+  const std::string worker_hosts = absl::StrJoin(hosts, ",");
+  const std::string common =
+      absl::StrCat(" --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
+                   " --steps=", config.steps, " --warmup=", config.warmup,
+                   " --worker_threads=", config.worker_threads,
+                   " --ps_threads=", config.ps_threads);
+  bench::Child ps_task({self, "--role=ps", "--ps_hosts=" + ps,
+                        "--worker_hosts=" + worker_hosts,
+                        absl::StrCat("--ps_threads=", config.ps_threads)});
+  std::vector<std::unique_ptr<FILE, int (*)(FILE*)>> pipes;
+  for (int i = 0; i < workers; ++i) {
+    pipes.push_back(
+        Start(absl::StrCat(self, " --role=worker --task_index=", i, common)));
+  }
+  double total = 0;
+  for (int i = 0; i < workers; ++i) {
+    CommandResult r = Finish(std::move(pipes[i]));
+    const size_t at = r.output.find("examples_per_sec=");
+    if (!r.ok || at == std::string::npos) {
+      return absl::InternalError(
+          absl::StrCat("distflow worker ", i, " failed: ", r.output));
+    }
+    total += std::strtod(r.output.c_str() + at + 17, nullptr);
+  }
+  return total;
+}
+
+// The PyTorch RPC parameter server with `trainers` trainer processes.
+absl::StatusOr<double> Torch(int trainers, bool sync, const Config& config) {
+  const std::string command = absl::StrCat(
+      "cd ", DISTFLOW_BENCH_DIR, "/peers && OPENBLAS_NUM_THREADS=1 ",
+      "/usr/bin/python3 torch_rpc_ps.py --port ", bench::PickFreePort(),
+      " --trainers ", trainers, sync ? " --sync" : "", " --steps ",
+      config.steps, " --warmup ", config.warmup, " 2>/dev/null");
+  CommandResult r = Finish(Start(command));
+  auto json = nlohmann::json::parse(
+      r.output.substr(
+          r.output.rfind('{') == std::string::npos ? 0 : r.output.rfind('{')),
+      nullptr, /*allow_exceptions=*/false);
+  if (!r.ok || json.is_discarded() || !json.contains("examples_per_sec")) {
+    return absl::UnavailableError(absl::StrCat(
+        "the PyTorch RPC peer failed (is python3-torch installed? run "
+        "scripts/install_deps.sh --bench): ",
+        command, "\n", r.output));
+  }
+  return json["examples_per_sec"].get<double>();
+}
+
+void PrintRow(const std::string& setup, const absl::StatusOr<double>& ours,
+              const std::string& peer, const absl::StatusOr<double>& theirs,
+              bool* ok) {
+  for (const auto* r : {&ours, &theirs}) {
+    if (!r->ok()) {
+      std::fprintf(stderr, "dist_train_bench: %s: %s\n", setup.c_str(),
+                   r->status().ToString().c_str());
+      *ok = false;
+      return;
+    }
+  }
+  std::printf("%-30s %12.0f  %-24s %12.0f %7.2f\n", setup.c_str(), *ours,
+              peer.c_str(), *theirs, *ours / *theirs);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config config;
+  std::string role, ps_hosts, worker_hosts;
+  int task_index = 0;
+  CLI::App app{
+      "Distributed MLP training examples/sec: distflow against a "
+      "PyTorch RPC parameter server."};
+  app.add_option("--steps", config.steps, "measured steps per worker")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--warmup", config.warmup)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--worker_threads", config.worker_threads)
+      ->check(CLI::Range(1, 64));
+  app.add_option("--ps_threads", config.ps_threads)->check(CLI::Range(1, 64));
+  // The tasks of a measurement run as child processes of this binary.
+  app.add_option("--role", role)
+      ->group("")
+      ->check(CLI::IsMember({"ps", "worker"}));
+  app.add_option("--task_index", task_index)->group("");
+  app.add_option("--ps_hosts", ps_hosts)->group("");
+  app.add_option("--worker_hosts", worker_hosts)->group("");
+  CLI11_PARSE(app, argc, argv);
+
+  if (!role.empty()) {
+    auto cluster = df::ClusterSpec::FromHostLists(ps_hosts, worker_hosts);
+    if (!cluster.ok()) {
+      std::printf("%s\n", cluster.status().ToString().c_str());
+      return 1;
+    }
+    if (role == "worker") return RunWorker(*cluster, task_index, config);
+    df::ServerOptions options;
+    options.inter_op_threads = config.ps_threads;
+    options.intra_op_threads = config.ps_threads;
+    auto server = df::Server::Create(*cluster, "ps", 0, options);
+    return server.ok() && (*server)->Join().ok() ? 0 : 1;
+  }
+
+  auto data = df::data::LoadFashionMnist(df::data::Split::kTrain);
+  if (!data.ok()) {
+    std::fprintf(stderr, "dist_train_bench: %s\n",
+                 data.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("MLP 784-256-128-10, Adam, batch %lld, %lld steps per worker\n",
+              static_cast<long long>(kBatch),
+              static_cast<long long>(config.steps));
+  std::printf("%-30s %12s  %-24s %12s %7s\n", "distflow setup", "examples/s",
+              "peer", "examples/s", "ratio");
+  bool ok = true;
+  PrintRow("1 ps + 2 workers, async", Distflow(2, config),
+           "PyTorch RPC ps, async", Torch(2, /*sync=*/false, config), &ok);
+  PrintRow("1 ps + 1 worker", Distflow(1, config), "distflow, one process",
+           SingleProcess(*data, config), &ok);
+  auto torch_sync = Torch(2, /*sync=*/true, config);
+  if (torch_sync.ok()) {
+    std::printf("%-30s %12s  %-24s %12.0f %7s\n", "(sync: not measured yet)",
+                "-", "PyTorch RPC ps, sync", *torch_sync, "-");
+  }
+  return ok ? 0 : 1;
+}
