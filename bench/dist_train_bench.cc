@@ -5,8 +5,6 @@
 //    through its own task's master) against a PyTorch RPC parameter server
 //    (bench/peers/torch_rpc_ps.py: the ps holds the parameters and Adam; each
 //    trainer pulls the parameters, computes gradients, pushes them);
-//  - the same PyTorch layout synchronous (the ps averages both trainers'
-//    gradients per step), as a reference;
 //  - the cost of distribution: 1 ps + 1 worker against one process training
 //    the same model at the same batch size.
 // A setup's examples/sec is the sum of its workers' rates over their
@@ -131,7 +129,8 @@ int RunWorker(const df::ClusterSpec& cluster, int index, const Config& config) {
       auto out = (*session)->Run(initialized);
       ready = out.status();
       for (size_t i = 0; ready.ok() && i < out->size(); ++i) {
-        if (!(*out)[i].scalar<bool>()) ready = absl::UnavailableError("not initialized yet");
+        if (!(*out)[i].scalar<bool>())
+          ready = absl::UnavailableError("not initialized yet");
       }
     }
     if (!absl::IsUnavailable(ready)) break;
@@ -296,10 +295,5 @@ int main(int argc, char** argv) {
            "PyTorch RPC ps, async", Torch(2, /*sync=*/false, config), &ok);
   PrintRow("1 ps + 1 worker", Distflow(1, config), "distflow, one process",
            SingleProcess(*data, config), &ok);
-  auto torch_sync = Torch(2, /*sync=*/true, config);
-  if (torch_sync.ok()) {
-    std::printf("%-30s %12s  %-24s %12.0f %7s\n", "(sync: not measured yet)",
-                "-", "PyTorch RPC ps, sync", *torch_sync, "-");
-  }
   return ok ? 0 : 1;
 }

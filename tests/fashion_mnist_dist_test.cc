@@ -80,6 +80,32 @@ TEST(FashionMnistDistributedTest, OnePsTwoWorkersTrainAndEveryTaskExits) {
   }
 }
 
+// Kubeflow's way: no cluster flags, each task's role in TF_CONFIG.
+TEST(FashionMnistDistributedTest, TasksFromTfConfig) {
+  const std::string ps = Address(), worker = Address();
+  const std::string cluster =
+      absl::StrCat(R"({"cluster": {"ps": [")", ps, R"("], "worker": [")",
+                   worker, R"("]}, "task": {"type": ")");
+  auto start = [&](const std::string& type) {
+    setenv("TF_CONFIG", (cluster + type + R"(", "index": 0}})").c_str(), 1);
+    auto task = std::make_unique<Subprocess>(std::vector<std::string>{
+        absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"), "--batch_size=50",
+        "--train_steps=200", "--threads=1"});
+    unsetenv("TF_CONFIG");
+    return task;
+  };
+  auto ps_task = start("ps");
+  auto chief = start("worker");
+  auto code = chief->Wait(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "the worker hung: " << chief->Output();
+  EXPECT_EQ(*code, 0) << chief->Output();
+  EXPECT_GT(ValueOf(chief->Output(), "test_accuracy"), 0.5) << chief->Output();
+  auto ps_code = ps_task->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(ps_code.has_value())
+      << "the ps did not exit: " << ps_task->Output();
+  EXPECT_EQ(*ps_code, 0) << ps_task->Output();
+}
+
 TEST(FashionMnistDistributedTest, UnknownJobIsAnErrorNamingIt) {
   const std::string ps_hosts = Address(), worker_hosts = Address();
   Subprocess task({absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"),
