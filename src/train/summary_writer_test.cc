@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distflow/ops.h"
@@ -203,6 +205,35 @@ TEST_F(SummaryWriterTest, EventsReachTheFileOnFlush) {
   EXPECT_EQ(ReadEvents((*writer)->path()).size(), 1u);
   ASSERT_TRUE((*writer)->Flush().ok());
   EXPECT_EQ(ReadEvents((*writer)->path()).size(), 2u);
+}
+
+TEST_F(SummaryWriterTest, ThreadsAddEventsConcurrently) {
+  auto writer = SummaryWriter::Create(logdir_);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  constexpr int kThreads = 4, kEach = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string tag = "thread" + std::to_string(t);
+      for (int step = 0; step < kEach; ++step) {
+        EXPECT_TRUE((*writer)->AddScalar(tag, step, step).ok());
+        if (step % 500 == 0) {
+          EXPECT_TRUE((*writer)->Flush().ok());
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE((*writer)->Flush().ok());
+  std::vector<proto::Event> events = ReadEvents((*writer)->path());
+  ASSERT_EQ(events.size(), 1u + kThreads * kEach);
+  // Each thread's events keep their order.
+  std::map<std::string, int64_t> next_step;
+  for (size_t i = 1; i < events.size(); ++i) {
+    const auto& value = events[i].summary().value(0);
+    EXPECT_EQ(events[i].step(), next_step[value.tag()]++);
+    EXPECT_EQ(value.simple_value(), static_cast<float>(events[i].step()));
+  }
 }
 
 TEST_F(SummaryWriterTest, WritersInOneDirectoryGetTheirOwnFiles) {
