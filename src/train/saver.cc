@@ -129,8 +129,11 @@ absl::StatusOr<std::string> Saver::Save(ClientSession* session,
     targets.push_back(shards_[i].save);
   }
   auto saved = session->Run(feeds, {}, targets);
-  // From here on a failure leaves no index, so the shards written so far are
-  // never taken for a checkpoint; remove them anyway.
+  // A failure leaves no new index, so the shards written so far are never
+  // taken for a checkpoint; remove them anyway. A failed save of a step saved
+  // before removes that older checkpoint too: its shards may have been
+  // replaced in part, and a mix of two saves would restore silently.
+  // RestoreLatest then falls back to the previous checkpoint.
   auto fail = [&](const absl::Status& s) {
     (void)DeleteCheckpointFiles(dir, prefix_name);
     return AddErrorContext(s, absl::StrCat("saving checkpoint '", prefix, "'"));
