@@ -19,6 +19,7 @@
 #include "distflow/train/learning_rate.h"
 #include "distflow/train/optimizer.h"
 #include "distflow/train/optimizers.h"
+#include "distflow/train/saver.h"
 #include "distflow/train/session_run_hook.h"
 #include "distflow/train/summary.h"
 #include "distflow/types.h"
