@@ -1,8 +1,11 @@
 // build/bin/fashion_mnist as a real cluster on 127.0.0.1: one ps and two
 // workers, each a process with the seeds' flags, training the MLP for a few
 // hundred global steps on Fashion-MNIST.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <regex>
 #include <string>
@@ -83,6 +86,43 @@ TEST(FashionMnistDistributedTest, OnePsTwoWorkersTrainAndEveryTaskExits) {
     EXPECT_GE(ValueOf(worker->Output(), "stopped at global_step"), kTrainSteps)
         << worker->Output();
   }
+}
+
+// A job that finds a checkpoint resumes from it: the global step goes on
+// where the last run saved it.
+TEST(FashionMnistDistributedTest, ResumesFromTheLatestCheckpoint) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "fashion_mnist_ckpt_", getpid());
+  auto run = [&](int train_steps) {
+    const std::string ps = Address(), worker = Address();
+    std::vector<std::string> flags = {
+        "--batch_size=50", absl::StrCat("--train_steps=", train_steps),
+        "--threads=1", "--checkpoint_dir=" + dir};
+    auto task = [&](const std::string& job) {
+      std::vector<std::string> argv = {
+          absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"), "--job_name=" + job,
+          "--task_index=0", "--ps_hosts=" + ps, "--worker_hosts=" + worker};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      return std::make_unique<Subprocess>(argv);
+    };
+    auto ps_task = task("ps");
+    auto chief = task("worker");
+    auto code = chief->Wait(kTimeout);
+    EXPECT_TRUE(code.has_value() && *code == 0) << chief->Output();
+    auto ps_code = ps_task->Wait(std::chrono::seconds(30));
+    EXPECT_TRUE(ps_code.has_value() && *ps_code == 0) << ps_task->Output();
+    return chief->Output();
+  };
+  const std::string first = run(100);
+  EXPECT_THAT(first, HasSubstr("saved checkpoint"));
+  EXPECT_THAT(first, ::testing::Not(HasSubstr("restored")));
+  const std::string second = run(150);
+  EXPECT_THAT(second, HasSubstr("restored"));
+  // It trained only the 50 steps left (one more if the step it read was
+  // stale), not 150.
+  EXPECT_LE(ValueOf(second, "local_steps"), 51) << second;
+  EXPECT_GT(ValueOf(second, "test_accuracy"), 0.5) << second;
+  std::filesystem::remove_all(dir);
 }
 
 // Kubeflow's way: no cluster flags, each task's role in TF_CONFIG.

@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +61,9 @@ struct ReplicaGraph {
   df::Output mark_done;                 // adds this replica to workers_done
   std::vector<df::Output> initialized;  // one bool per variable
   df::Operation init;
+  // Saves and restores the model and the optimizer's state (not
+  // workers_done, which belongs to one run of the job).
+  std::unique_ptr<df::train::Saver> saver;
 };
 
 absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
@@ -70,6 +75,9 @@ absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
   auto model = BuildModel(s, flags.model);
   if (!model.ok()) return model.status();
   g.model = *model;
+  auto saver = df::train::Saver::Create(root);
+  if (!saver.ok()) return saver.status();
+  g.saver = *std::move(saver);
   g.workers_done = df::ops::Variable(s.WithOpName("workers_done"),
                                      df::Tensor::Scalar<int64_t>(0),
                                      df::ops::VariableOptions{false});
@@ -111,12 +119,48 @@ absl::Status WaitUntilInitialized(df::ClientSession* session,
   }
 }
 
-// Trains until the global step reaches the target; returns the local steps.
-absl::StatusOr<int64_t> TrainReplica(df::ClientSession* session,
-                                     const ReplicaGraph& g,
-                                     const Replica& replica, const Flags& flags,
-                                     const df::data::LabeledImages& train,
-                                     const df::data::LabeledImages* test) {
+// True once each time the global step passes a multiple of `period` (never
+// for a period of 0), counting from the step first seen: a job restored at
+// step 300 validates next at 400, not at once.
+class EveryNSteps {
+ public:
+  explicit EveryNSteps(int64_t period) : period_(period) {}
+  bool Due(int64_t step) {
+    if (period_ <= 0) return false;
+    const int64_t next = (step / period_ + 1) * period_;
+    if (next_ < 0) next_ = next;
+    if (step < next_) return false;
+    next_ = next;
+    return true;
+  }
+
+ private:
+  const int64_t period_;
+  int64_t next_ = -1;
+};
+
+// What the chief does besides training.
+struct ChiefWork {
+  const df::data::LabeledImages* test = nullptr;
+  df::train::Saver* saver = nullptr;  // null without --checkpoint_dir
+  std::string checkpoint_dir;
+};
+
+absl::Status SaveCheckpoint(df::ClientSession* session, const ChiefWork& chief,
+                            int64_t global_step) {
+  if (chief.saver == nullptr) return absl::OkStatus();
+  auto prefix = chief.saver->Save(session, chief.checkpoint_dir, global_step);
+  if (!prefix.ok()) return prefix.status();
+  std::fprintf(stderr, "saved checkpoint %s\n", prefix->c_str());
+  return absl::OkStatus();
+}
+
+// Trains until the global step reaches the target; returns the local steps
+// and the last global step read.
+absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
+    df::ClientSession* session, const ReplicaGraph& g, const Replica& replica,
+    const Flags& flags, const df::data::LabeledImages& train,
+    const ChiefWork* chief) {
   const Model& m = g.model;
   const int64_t shard_size = train.images.dim_size(0) / replica.count;
   // Every replica trains on its own shard; the seed makes the shuffles differ
@@ -133,8 +177,9 @@ absl::StatusOr<int64_t> TrainReplica(df::ClientSession* session,
   // --epochs counts passes over the whole training set by all replicas.
   const int64_t last_step = flags.StepsFor(train.images.dim_size(0));
   const df::Tensor dropout = df::Tensor::Scalar(flags.model.dropout_rate);
-  int64_t local_steps = 0, global_step = 0, next_validation = 0;
-  if (flags.steps_to_validate > 0) next_validation = flags.steps_to_validate;
+  int64_t local_steps = 0, global_step = 0;
+  EveryNSteps validation(flags.steps_to_validate);
+  EveryNSteps checkpoint(flags.save_checkpoint_steps);
   auto last_log = std::chrono::steady_clock::now();
   while (global_step < last_step) {
     auto batch = (*it)->GetNext();
@@ -158,22 +203,25 @@ absl::StatusOr<int64_t> TrainReplica(df::ClientSession* session,
                    flags.log_every * flags.batch_size / secs);
       last_log = now;
     }
-    if (test != nullptr && next_validation > 0 &&
-        global_step >= next_validation && global_step < last_step) {
-      auto accuracy = Evaluate(session, m, *test);
+    if (chief == nullptr || global_step >= last_step) continue;
+    if (validation.Due(global_step)) {
+      auto accuracy = Evaluate(session, m, *chief->test);
       if (!accuracy.ok()) return accuracy.status();
       std::printf("global_step=%lld validation_accuracy=%.4f\n",
                   static_cast<long long>(global_step), *accuracy);
       std::fflush(stdout);
-      next_validation =
-          (global_step / flags.steps_to_validate + 1) * flags.steps_to_validate;
+    }
+    if (checkpoint.Due(global_step)) {
+      if (auto s = SaveCheckpoint(session, *chief, global_step); !s.ok()) {
+        return s;
+      }
     }
   }
   std::printf("%s: local_steps=%lld, stopped at global_step=%lld\n",
               replica.name.c_str(), static_cast<long long>(local_steps),
               static_cast<long long>(global_step));
   std::fflush(stdout);
-  return local_steps;
+  return std::make_pair(local_steps, global_step);
 }
 
 // The chief's ending: waits (bounded) until every replica has stopped, then
@@ -203,6 +251,30 @@ absl::Status StopPsTasks(df::ClientSession* session, const ReplicaGraph& g,
   return absl::OkStatus();
 }
 
+// The chief's start: restores the latest checkpoint of --checkpoint_dir if
+// there is one, else initializes every variable. Waits for the ps tasks to
+// come up.
+absl::Status InitializeOrRestore(df::ClientSession* session,
+                                 const ReplicaGraph& g,
+                                 const ChiefWork& chief) {
+  const bool restore = chief.saver != nullptr &&
+                       df::train::LatestCheckpoint(chief.checkpoint_dir).ok();
+  // workers_done is not in checkpoints: it starts at 0 either way.
+  absl::Status s = examples::RetryWhileUnavailable(
+      [&] {
+        return session->RunTargets(
+            {restore ? g.workers_done.initializer() : g.init});
+      },
+      kStartupSeconds);
+  if (!s.ok() || !restore) return s;
+  auto restored = chief.saver->RestoreLatest(session, chief.checkpoint_dir);
+  if (!restored.ok()) return restored.status();
+  std::fprintf(stderr, "restored %s at global step %lld\n",
+               restored->prefix.c_str(),
+               static_cast<long long>(restored->global_step));
+  return absl::OkStatus();
+}
+
 absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
                         const Flags& flags, const std::string& target) {
   auto train =
@@ -224,20 +296,28 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
   auto session = df::ClientSession::Create(root, options);
   if (!session.ok()) return session.status();
 
+  ChiefWork chief;
   if (replica.is_chief) {
-    // The ps tasks may still be starting.
-    absl::Status s = examples::RetryWhileUnavailable(
-        [&] { return (*session)->RunTargets({graph->init}); }, kStartupSeconds);
-    if (!s.ok()) return s;
+    chief.test = &test;
+    chief.checkpoint_dir = flags.checkpoint_dir;
+    if (!flags.checkpoint_dir.empty()) chief.saver = graph->saver.get();
+    if (absl::Status s = InitializeOrRestore(session->get(), *graph, chief);
+        !s.ok()) {
+      return s;
+    }
   } else if (absl::Status s = WaitUntilInitialized(session->get(), *graph);
              !s.ok()) {
     return s;
   }
 
   auto steps = TrainReplica(session->get(), *graph, replica, flags, *train,
-                            replica.is_chief ? &test : nullptr);
+                            replica.is_chief ? &chief : nullptr);
   if (!steps.ok()) return steps.status();
   if (replica.is_chief) {
+    if (auto s = SaveCheckpoint(session->get(), chief, steps->second);
+        !s.ok()) {
+      return s;
+    }
     auto accuracy = Evaluate(session->get(), graph->model, test);
     if (!accuracy.ok()) return accuracy.status();
     std::printf("test_accuracy=%.4f\n", *accuracy);

@@ -10,7 +10,10 @@
 //   workers), and applies its gradients as soon as they are computed
 //   (asynchronous training).
 // - The chief (worker 0, or the task of a "chief" job) initializes the
-//   variables; the others wait until every variable has a value.
+//   variables, or restores them from the latest checkpoint of
+//   --checkpoint_dir; the others wait until every variable has a value. With
+//   --checkpoint_dir the chief saves a checkpoint at the end (and every
+//   --save_checkpoint_steps global steps).
 // - --train_steps counts global steps: every worker stops once the global
 //   step it reads after a step has reached it. A worker reads the step
 //   concurrently with its own update, so the job ends between train_steps and

@@ -20,9 +20,12 @@ struct Flags {
   // Distributed: the chief evaluates on the test set every this many global
   // steps (0: only at the end).
   int64_t steps_to_validate = 0;
-  // Distributed: aggregate the workers' gradients each step (synchronous
-  // training) instead of applying each worker's as it comes.
-  bool issync = false;
+  // Distributed: the chief restores the latest checkpoint of this directory
+  // when it starts and saves one at the end ("": no checkpoints).
+  std::string checkpoint_dir;
+  // Distributed: the chief also saves every this many global steps (0: only
+  // at the end).
+  int64_t save_checkpoint_steps = 0;
   int threads = 0;  // 0: one per core
   std::string data_dir = distflow::data::kDefaultFashionMnistDir;
 

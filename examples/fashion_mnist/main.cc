@@ -131,6 +131,13 @@ int main(int argc, char** argv) {
                  "distributed: the chief evaluates on the test set every this "
                  "many global steps (0: only at the end)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--checkpoint_dir", flags.checkpoint_dir,
+                 "distributed: the chief resumes from the latest checkpoint "
+                 "here and saves one at the end (a directory every ps task "
+                 "and the chief can reach)");
+  app.add_option("--save_checkpoint_steps", flags.save_checkpoint_steps,
+                 "distributed: also save every this many global steps")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
 
   absl::Status s;
