@@ -58,7 +58,7 @@ class PushPathsTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
 TEST_P(PushPathsTest, LargeTensorsCrossBothWays) {
   auto tasks = StartTwoTasks(std::get<0>(GetParam()), std::get<1>(GetParam()));
   ASSERT_TRUE(tasks.ok()) << tasks.status();
-  constexpr int32_t kElements = (300 << 20) / 4;
+  constexpr int32_t kElements = (100 << 20) / 4;
   constexpr int32_t kBoundary = (4 << 20) / 4;
   Scope root = Scope::NewRootScope();
   Scope ps = root.WithDevice("/job:ps/task:0");

@@ -75,13 +75,19 @@ TEST(SameHostTest, IdentityNamesTheBootAndThePidNamespace) {
 }
 
 TEST(SameHostTest, EnvironmentVariableZeroTurnsThePathOff) {
+  const char* saved = std::getenv("DISTFLOW_SAME_HOST_TRANSPORT");
+  const std::string before = saved != nullptr ? saved : "";
   unsetenv("DISTFLOW_SAME_HOST_TRANSPORT");
   EXPECT_TRUE(SameHostTransportAllowedByEnv());
   setenv("DISTFLOW_SAME_HOST_TRANSPORT", "0", 1);
   EXPECT_FALSE(SameHostTransportAllowedByEnv());
   setenv("DISTFLOW_SAME_HOST_TRANSPORT", "1", 1);
   EXPECT_TRUE(SameHostTransportAllowedByEnv());
-  unsetenv("DISTFLOW_SAME_HOST_TRANSPORT");
+  if (saved != nullptr) {
+    setenv("DISTFLOW_SAME_HOST_TRANSPORT", before.c_str(), 1);
+  } else {
+    unsetenv("DISTFLOW_SAME_HOST_TRANSPORT");
+  }
 }
 
 Tensor Ramp(int32_t n) {
