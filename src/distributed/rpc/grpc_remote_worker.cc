@@ -158,6 +158,10 @@ class GrpcRemoteWorker : public WorkerInterface {
               }
               state->done(result);
             }
+            // The context goes here, not with the callback: gRPC destroys
+            // the callback while it tears the call down, and a context
+            // destroyed then releases the call a second time.
+            state->contexts[i].reset();
             EndTracked(state->ids[i]);  // the last use of this
           });
     }
@@ -207,7 +211,8 @@ class GrpcRemoteWorker : public WorkerInterface {
                                std::move(state->done));
           }
           state->pinned = Tensor();
-          EndTracked(state->id);  // the last use of this
+          state->context.reset();  // as in PushOverConnection
+          EndTracked(state->id);   // the last use of this
         });
   }
 
