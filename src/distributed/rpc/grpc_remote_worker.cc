@@ -68,8 +68,9 @@ class GrpcRemoteWorker : public WorkerInterface {
         StartTracked(deadlines_.control_ms, &id);
     stub_->async()->AbortStep(
         ctx.get(), request, response,
-        [this, ctx, id, done = std::move(done)](grpc::Status s) {
+        [this, ctx, id, done = std::move(done)](grpc::Status s) mutable {
           done(FromGrpcCallStatus(s, task_, address_, "AbortStep"));
+          ctx.reset();     // see PushOverConnection
           EndTracked(id);  // the last use of this object
         });
   }
