@@ -3,7 +3,9 @@
 //  - pull/push: read a 4 MiB variable from the ps task, add 1 on the worker,
 //    write it back;
 //  - tiny: increment a scalar on the ps (one round trip).
-// Prints steps/s of each and the ratio distflow / PyTorch.
+// Prints steps/s of each and the ratio distflow / PyTorch. distflow runs twice:
+// with the same-host path (tensors copied straight between the processes) and
+// with it turned off (over TCP, as between two hosts).
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -105,44 +107,52 @@ absl::StatusOr<Rates> MeasureTorch() {
   return rates;
 }
 
+absl::StatusOr<Rates> MeasureDistflowTasks(bool same_host) {
+  const std::string ps_address =
+      absl::StrCat("127.0.0.1:", bench::PickFreePort());
+  const std::string worker_address =
+      absl::StrCat("127.0.0.1:", bench::PickFreePort());
+  bench::Child ps({"/proc/self/exe", "--ps", ps_address, worker_address,
+                   same_host ? "1" : "0"});
+  df::ServerOptions options;
+  options.same_host_transport = same_host;
+  auto worker = df::GrpcServer::Create(
+      {{"ps", {ps_address}}, {"worker", {worker_address}}}, "worker", 0,
+      options);
+  if (!worker.ok()) return worker.status();
+  return MeasureDistflow((*worker)->target());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::string(argv[1]) == "--ps") {
+  if (argc == 5 && std::string(argv[1]) == "--ps") {
     df::ClusterMap cluster = {{"ps", {argv[2]}}, {"worker", {argv[3]}}};
-    auto server = df::GrpcServer::Create(cluster, "ps", 0).value();
+    df::ServerOptions options;
+    options.same_host_transport = std::string(argv[4]) == "1";
+    auto server = df::GrpcServer::Create(cluster, "ps", 0, options).value();
     return server->Join().ok() ? 0 : 1;
   }
-  Rates dist;
-  {
-    const std::string ps_address =
-        absl::StrCat("127.0.0.1:", bench::PickFreePort());
-    const std::string worker_address =
-        absl::StrCat("127.0.0.1:", bench::PickFreePort());
-    bench::Child ps({"/proc/self/exe", "--ps", ps_address, worker_address});
-    auto worker = df::GrpcServer::Create(
-        {{"ps", {ps_address}}, {"worker", {worker_address}}}, "worker", 0);
-    if (!worker.ok()) {
-      std::cerr << "error: " << worker.status() << "\n";
+  auto fast = MeasureDistflowTasks(/*same_host=*/true);
+  auto slow = MeasureDistflowTasks(/*same_host=*/false);
+  for (const auto* measured : {&fast, &slow}) {
+    if (!measured->ok()) {
+      std::cerr << "error: " << measured->status() << "\n";
       return 1;
     }
-    auto measured = MeasureDistflow((*worker)->target());
-    if (!measured.ok()) {
-      std::cerr << "error: " << measured.status() << "\n";
-      return 1;
-    }
-    dist = *measured;
   }
   auto torch = MeasureTorch();
   if (!torch.ok()) {
     std::cerr << "error: " << torch.status() << "\n";
     return 1;
   }
-  std::printf("%-26s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
+  std::printf("%-36s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
               "ratio");
-  std::printf("%-26s %12.1f %12.1f %8.2f\n", "pull+push 4 MiB", dist.pull_push,
-              torch->pull_push, dist.pull_push / torch->pull_push);
-  std::printf("%-26s %12.1f %12.1f %8.2f\n", "tiny (scalar += 1 on ps)",
-              dist.tiny, torch->tiny, dist.tiny / torch->tiny);
+  auto row = [&](const char* name, double dist, double peer) {
+    std::printf("%-36s %12.1f %12.1f %8.2f\n", name, dist, peer, dist / peer);
+  };
+  row("pull+push 4 MiB, same-host path", fast->pull_push, torch->pull_push);
+  row("pull+push 4 MiB, TCP path", slow->pull_push, torch->pull_push);
+  row("tiny (scalar += 1 on ps)", fast->tiny, torch->tiny);
   return 0;
 }
