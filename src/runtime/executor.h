@@ -52,8 +52,13 @@ class Executor {
   // (prefixed with the node), after which no further node starts. CANCELLED if
   // `args.cancellation` fired.
   absl::Status Run(const RunArgs& args);
-  // As Run, but returns at once (the step starts on `args.runner`) and calls
-  // `done`, on some thread, when the step has finished.
+  // As Run, but calls `done`, on some thread, when the step has finished
+  // instead of waiting for it. The step starts on the calling thread, as in
+  // Run: its cheap ready nodes and the first expensive one run here before
+  // RunAsync returns (a step whose nodes are all ready and cheap finishes, and
+  // calls `done`, before it returns); further ready expensive nodes go to
+  // `args.runner`, and nodes after a receive continue on the thread that
+  // delivers the tensor.
   void RunAsync(const RunArgs& args, std::function<void(absl::Status)> done);
 
   const Graph& graph() const { return *graph_; }
