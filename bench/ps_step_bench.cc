@@ -3,7 +3,10 @@
 //  - pull/push: read a 4 MiB variable from the ps task, add 1 on the worker,
 //    write it back;
 //  - tiny: increment a scalar on the ps (one round trip).
-// Prints steps/s of each and the ratio distflow / PyTorch.
+// Prints steps/s of each and the ratio distflow / PyTorch. The tiny step's
+// floor is printed too: bare unary gRPC calls (WorkerService.GetStatus, which
+// does no work) from the worker's process to the ps's server, the same two
+// processes with the same servers and channel settings.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -14,7 +17,9 @@
 #include "bench_util.h"
 #include "distflow/distflow.h"
 #include "distributed/rpc/grpc_server.h"
+#include "distributed/rpc/grpc_util.h"
 #include "nlohmann/json.hpp"
+#include "proto/worker.grpc.pb.h"
 
 namespace df = distflow;
 
@@ -25,6 +30,7 @@ constexpr int kSteps = 300;
 struct Rates {
   double pull_push = 0;
   double tiny = 0;
+  double bare_rpc = 0;  // distflow's runs only: the tiny step's floor
 };
 
 absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
@@ -82,6 +88,31 @@ absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
   return rates;
 }
 
+// Blocking unary calls per second to the server at `address` (as the
+// master's thread makes the tiny step's RunGraph call).
+absl::StatusOr<double> MeasureBareRpc(const std::string& address) {
+  auto stub = df::proto::WorkerService::NewStub(df::NewChannel(address));
+  auto call = [&stub]() {
+    df::proto::GetStatusRequest request;
+    df::proto::GetStatusResponse response;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    return stub->GetStatus(&ctx, request, &response);
+  };
+  const int calls = kSteps * 10;
+  for (int i = 0; i < 50; ++i) (void)call();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    grpc::Status s = call();
+    if (!s.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("GetStatus on ", address, ": ", s.error_message()));
+    }
+  }
+  return calls / bench::Seconds(start);
+}
+
 absl::StatusOr<Rates> MeasureTorch() {
   const std::string command =
       absl::StrCat("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 ",
@@ -132,6 +163,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     dist = *measured;
+    auto bare = MeasureBareRpc(ps_address);
+    if (!bare.ok()) {
+      std::cerr << "error: " << bare.status() << "\n";
+      return 1;
+    }
+    dist.bare_rpc = *bare;
   }
   auto torch = MeasureTorch();
   if (!torch.ok()) {
@@ -144,5 +181,8 @@ int main(int argc, char** argv) {
               torch->pull_push, dist.pull_push / torch->pull_push);
   std::printf("%-26s %12.1f %12.1f %8.2f\n", "tiny (scalar += 1 on ps)",
               dist.tiny, torch->tiny, dist.tiny / torch->tiny);
+  std::printf("%-26s %12.1f %12s %8.2f  (tiny step / bare call)\n",
+              "bare gRPC call (floor)", dist.bare_rpc, "-",
+              dist.tiny / dist.bare_rpc);
   return 0;
 }
