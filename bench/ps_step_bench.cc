@@ -6,7 +6,9 @@
 // Prints steps/s of each and the ratio distflow / PyTorch. The tiny step's
 // floor is printed too: bare unary gRPC calls (WorkerService.GetStatus, which
 // does no work) from the worker's process to the ps's server, the same two
-// processes with the same servers and channel settings.
+// processes with the same servers and channel settings; and the same calls to
+// a server on gRPC's completion-queue API from a process without a server,
+// what a runtime that avoided gRPC's callback API could reach.
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -30,7 +32,10 @@ constexpr int kSteps = 300;
 struct Rates {
   double pull_push = 0;
   double tiny = 0;
-  double bare_rpc = 0;  // distflow's runs only: the tiny step's floor
+  // distflow's runs only: the tiny step's floor with distflow's servers, and
+  // with a completion-queue server.
+  double bare_rpc = 0;
+  double bare_cq_rpc = 0;
 };
 
 absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
@@ -98,6 +103,7 @@ absl::StatusOr<double> MeasureBareRpc(const std::string& address) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::seconds(10));
+    ctx.set_wait_for_ready(true);  // the server may still be starting
     return stub->GetStatus(&ctx, request, &response);
   };
   const int calls = kSteps * 10;
@@ -111,6 +117,45 @@ absl::StatusOr<double> MeasureBareRpc(const std::string& address) {
     }
   }
   return calls / bench::Seconds(start);
+}
+
+// Answers WorkerService.GetStatus alone, on gRPC's completion-queue API:
+// one thread polls the queue and answers each call itself. Runs until killed.
+int ServeCompletionQueueEcho(const std::string& address) {
+  df::proto::WorkerService::AsyncService service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::ServerCompletionQueue> cq =
+      builder.AddCompletionQueue();
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return 1;
+  struct Call {
+    grpc::ServerContext ctx;
+    df::proto::GetStatusRequest request;
+    df::proto::GetStatusResponse response;
+    grpc::ServerAsyncResponseWriter<df::proto::GetStatusResponse> writer{&ctx};
+    bool answered = false;
+  };
+  auto await_call = [&service, &cq] {
+    auto* call = new Call;
+    service.RequestGetStatus(&call->ctx, &call->request, &call->writer,
+                             cq.get(), cq.get(), call);
+  };
+  await_call();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) {
+    auto* call = static_cast<Call*>(tag);
+    if (ok && !call->answered) {
+      await_call();
+      call->answered = true;
+      call->writer.Finish(call->response, grpc::Status::OK, call);
+    } else {
+      delete call;
+    }
+  }
+  return 0;
 }
 
 absl::StatusOr<Rates> MeasureTorch() {
@@ -144,6 +189,9 @@ int main(int argc, char** argv) {
     auto server = df::GrpcServer::Create(cluster, "ps", 0).value();
     return server->Join().ok() ? 0 : 1;
   }
+  if (argc == 3 && std::string(argv[1]) == "--cq-echo") {
+    return ServeCompletionQueueEcho(argv[2]);
+  }
   Rates dist;
   {
     const std::string ps_address =
@@ -170,6 +218,17 @@ int main(int argc, char** argv) {
     }
     dist.bare_rpc = *bare;
   }
+  {
+    const std::string address =
+        absl::StrCat("127.0.0.1:", bench::PickFreePort());
+    bench::Child echo({"/proc/self/exe", "--cq-echo", address});
+    auto bare = MeasureBareRpc(address);
+    if (!bare.ok()) {
+      std::cerr << "error: " << bare.status() << "\n";
+      return 1;
+    }
+    dist.bare_cq_rpc = *bare;
+  }
   auto torch = MeasureTorch();
   if (!torch.ok()) {
     std::cerr << "error: " << torch.status() << "\n";
@@ -184,5 +243,8 @@ int main(int argc, char** argv) {
   std::printf("%-26s %12.1f %12s %8.2f  (tiny step / bare call)\n",
               "bare gRPC call (floor)", dist.bare_rpc, "-",
               dist.tiny / dist.bare_rpc);
+  std::printf("%-26s %12.1f %12s %8.2f  (tiny step / bare call)\n",
+              "bare gRPC call, CQ server", dist.bare_cq_rpc, "-",
+              dist.tiny / dist.bare_cq_rpc);
   return 0;
 }
