@@ -9,13 +9,18 @@
 // processes with the same servers and channel settings; and the same calls to
 // a server on gRPC's completion-queue API from a process without a server,
 // what a runtime that avoided gRPC's callback API could reach.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "bench_util.h"
 #include "distflow/distflow.h"
 #include "distributed/rpc/grpc_server.h"
@@ -48,7 +53,53 @@ absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
   return s;
 }
 
-absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
+// A blocking GetStatus call to the worker service at `address` (the kind of
+// call the master's thread makes for the tiny step's RunGraph).
+std::function<absl::Status()> BareCall(const std::string& address) {
+  std::shared_ptr<df::proto::WorkerService::Stub> stub =
+      df::proto::WorkerService::NewStub(df::NewChannel(address));
+  return [stub, address]() {
+    df::proto::GetStatusRequest request;
+    df::proto::GetStatusResponse response;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    ctx.set_wait_for_ready(true);  // the server may still be starting
+    grpc::Status s = stub->GetStatus(&ctx, request, &response);
+    if (s.ok()) return absl::OkStatus();
+    return absl::UnavailableError(
+        absl::StrCat("GetStatus on ", address, ": ", s.error_message()));
+  };
+}
+
+// Calls per second of each of `fns`: the median over kRounds rounds of
+// `calls` calls each, the functions taking turns round by round so that they
+// see the same load on this shared machine.
+absl::StatusOr<std::vector<double>> MedianRates(
+    int calls, const std::vector<std::function<absl::Status()>>& fns) {
+  constexpr int kRounds = 9;
+  std::vector<std::vector<double>> rates(fns.size());
+  for (const auto& fn : fns) {
+    for (int i = 0; i < 50; ++i) DF_RETURN_IF_ERROR(fn());  // warm-up
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t f = 0; f < fns.size(); ++f) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) DF_RETURN_IF_ERROR(fns[f]());
+      rates[f].push_back(calls / bench::Seconds(start));
+    }
+  }
+  std::vector<double> medians;
+  for (auto& r : rates) {
+    std::sort(r.begin(), r.end());
+    medians.push_back(r[r.size() / 2]);
+  }
+  return medians;
+}
+
+// `ps_address` is the ps task's, for the bare calls.
+absl::StatusOr<Rates> MeasureDistflow(const std::string& target,
+                                      const std::string& ps_address) {
   df::Scope root = df::Scope::NewRootScope();
   df::Scope ps = root.WithDevice("/job:ps/task:0");
   df::Scope worker = root.WithDevice("/job:worker/task:0");
@@ -75,13 +126,12 @@ absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
     if (absl::Status s = (*session)->RunTargets({push.op()}); !s.ok()) return s;
   }
   rates.pull_push = kSteps / bench::Seconds(start);
-  const int tiny_steps = kSteps * 10;
-  for (int i = 0; i < 50; ++i) (void)(*session)->RunTargets({tick.op()});
-  start = std::chrono::steady_clock::now();
-  for (int i = 0; i < tiny_steps; ++i) {
-    if (absl::Status s = (*session)->RunTargets({tick.op()}); !s.ok()) return s;
-  }
-  rates.tiny = tiny_steps / bench::Seconds(start);
+  df::ClientSession* client = session->get();
+  auto tiny = [client, &tick] { return client->RunTargets({tick.op()}); };
+  DF_ASSIGN_OR_RETURN(std::vector<double> tiny_and_bare,
+                      MedianRates(kSteps, {tiny, BareCall(ps_address)}));
+  rates.tiny = tiny_and_bare[0];
+  rates.bare_rpc = tiny_and_bare[1];
   // The pulls and pushes must have happened: param holds the step count.
   auto check = (*session)->Run(
       {df::ops::Slice(worker, param, df::Tensor::Vector<int32_t>({0}),
@@ -91,32 +141,6 @@ absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
     return absl::InternalError("the ps's parameter missed updates");
   }
   return rates;
-}
-
-// Blocking unary calls per second to the server at `address` (as the
-// master's thread makes the tiny step's RunGraph call).
-absl::StatusOr<double> MeasureBareRpc(const std::string& address) {
-  auto stub = df::proto::WorkerService::NewStub(df::NewChannel(address));
-  auto call = [&stub]() {
-    df::proto::GetStatusRequest request;
-    df::proto::GetStatusResponse response;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(10));
-    ctx.set_wait_for_ready(true);  // the server may still be starting
-    return stub->GetStatus(&ctx, request, &response);
-  };
-  const int calls = kSteps * 10;
-  for (int i = 0; i < 50; ++i) (void)call();
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) {
-    grpc::Status s = call();
-    if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("GetStatus on ", address, ": ", s.error_message()));
-    }
-  }
-  return calls / bench::Seconds(start);
 }
 
 // Answers WorkerService.GetStatus alone, on gRPC's completion-queue API:
@@ -205,29 +229,23 @@ int main(int argc, char** argv) {
       std::cerr << "error: " << worker.status() << "\n";
       return 1;
     }
-    auto measured = MeasureDistflow((*worker)->target());
+    auto measured = MeasureDistflow((*worker)->target(), ps_address);
     if (!measured.ok()) {
       std::cerr << "error: " << measured.status() << "\n";
       return 1;
     }
     dist = *measured;
-    auto bare = MeasureBareRpc(ps_address);
-    if (!bare.ok()) {
-      std::cerr << "error: " << bare.status() << "\n";
-      return 1;
-    }
-    dist.bare_rpc = *bare;
   }
   {
     const std::string address =
         absl::StrCat("127.0.0.1:", bench::PickFreePort());
     bench::Child echo({"/proc/self/exe", "--cq-echo", address});
-    auto bare = MeasureBareRpc(address);
+    auto bare = MedianRates(kSteps, {BareCall(address)});
     if (!bare.ok()) {
       std::cerr << "error: " << bare.status() << "\n";
       return 1;
     }
-    dist.bare_cq_rpc = *bare;
+    dist.bare_cq_rpc = (*bare)[0];
   }
   auto torch = MeasureTorch();
   if (!torch.ok()) {
