@@ -323,6 +323,28 @@ TEST_F(DirectExecutorTest, RunAsyncRunsASmallStepOnTheCallingThread) {
   EXPECT_TRUE(frame.TakeRetvals()[0].Equals(Tensor::Vector<int32_t>({3, 6})));
 }
 
+// A large step starts on the pool: its kernels stay off the caller's thread.
+TEST_F(DirectExecutorTest, RunAsyncRunsALargeStepOnThePool) {
+  auto x = ops::Fill(root_.WithOpName("x"), Tensor::Vector<int32_t>({1 << 16}),
+                     1.0f);
+  auto y = ops::Mul(root_.WithOpName("y"), x, 3.0f);
+  auto executor = Make({{}, {y.name()}, {}});
+  ASSERT_TRUE(executor);
+  RunCallFrame frame({}, 1);
+  absl::Notification done;
+  absl::Status status = absl::UnknownError("done not called");
+  std::thread::id done_thread;
+  executor->RunAsync(Args(&frame), [&](absl::Status s) {
+    status = std::move(s);
+    done_thread = std::this_thread::get_id();
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_NE(done_thread, std::this_thread::get_id());
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(frame.TakeRetvals()[0].flat<float>()[(1 << 16) - 1], 3.0f);
+}
+
 TEST_F(DirectExecutorTest, BarrierOpsRunInParallelOnThePool) {
   TestOp(root_, kBarrierOp, "barrier_a");
   TestOp(root_, kBarrierOp, "barrier_b");
