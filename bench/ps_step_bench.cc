@@ -41,6 +41,10 @@ struct Rates {
   // with a completion-queue server.
   double bare_rpc = 0;
   double bare_cq_rpc = 0;
+  // Median times of one call, in microseconds.
+  double tiny_p50_us = 0;
+  double bare_rpc_p50_us = 0;
+  double bare_cq_rpc_p50_us = 0;
 };
 
 absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
@@ -72,29 +76,43 @@ std::function<absl::Status()> BareCall(const std::string& address) {
   };
 }
 
-// Calls per second of each of `fns`: the median over kRounds rounds of
-// `calls` calls each, the functions taking turns round by round so that they
-// see the same load on this shared machine.
-absl::StatusOr<std::vector<double>> MedianRates(
+struct Timing {
+  double per_second = 0;  // median over the rounds
+  double p50_us = 0;      // median time of one call, over all calls
+};
+
+// Times each of `fns` over kRounds rounds of `calls` calls each, the
+// functions taking turns round by round so that they see the same load on
+// this shared machine. The median call time moves less with the load than
+// the rate, which counts every delay of a busy core.
+absl::StatusOr<std::vector<Timing>> TimeInRounds(
     int calls, const std::vector<std::function<absl::Status()>>& fns) {
   constexpr int kRounds = 9;
   std::vector<std::vector<double>> rates(fns.size());
+  std::vector<std::vector<double>> times(fns.size());
   for (const auto& fn : fns) {
     for (int i = 0; i < 50; ++i) DF_RETURN_IF_ERROR(fn());  // warm-up
   }
   for (int round = 0; round < kRounds; ++round) {
     for (size_t f = 0; f < fns.size(); ++f) {
       auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls; ++i) DF_RETURN_IF_ERROR(fns[f]());
+      for (int i = 0; i < calls; ++i) {
+        auto call_start = std::chrono::steady_clock::now();
+        DF_RETURN_IF_ERROR(fns[f]());
+        times[f].push_back(bench::Seconds(call_start) * 1e6);
+      }
       rates[f].push_back(calls / bench::Seconds(start));
     }
   }
-  std::vector<double> medians;
-  for (auto& r : rates) {
-    std::sort(r.begin(), r.end());
-    medians.push_back(r[r.size() / 2]);
+  auto median = [](std::vector<double>* v) {
+    std::sort(v->begin(), v->end());
+    return (*v)[v->size() / 2];
+  };
+  std::vector<Timing> timings;
+  for (size_t f = 0; f < fns.size(); ++f) {
+    timings.push_back({median(&rates[f]), median(&times[f])});
   }
-  return medians;
+  return timings;
 }
 
 // `ps_address` is the ps task's, for the bare calls.
@@ -128,10 +146,12 @@ absl::StatusOr<Rates> MeasureDistflow(const std::string& target,
   rates.pull_push = kSteps / bench::Seconds(start);
   df::ClientSession* client = session->get();
   auto tiny = [client, &tick] { return client->RunTargets({tick.op()}); };
-  DF_ASSIGN_OR_RETURN(std::vector<double> tiny_and_bare,
-                      MedianRates(kSteps, {tiny, BareCall(ps_address)}));
-  rates.tiny = tiny_and_bare[0];
-  rates.bare_rpc = tiny_and_bare[1];
+  DF_ASSIGN_OR_RETURN(std::vector<Timing> tiny_and_bare,
+                      TimeInRounds(kSteps, {tiny, BareCall(ps_address)}));
+  rates.tiny = tiny_and_bare[0].per_second;
+  rates.tiny_p50_us = tiny_and_bare[0].p50_us;
+  rates.bare_rpc = tiny_and_bare[1].per_second;
+  rates.bare_rpc_p50_us = tiny_and_bare[1].p50_us;
   // The pulls and pushes must have happened: param holds the step count.
   auto check = (*session)->Run(
       {df::ops::Slice(worker, param, df::Tensor::Vector<int32_t>({0}),
@@ -240,12 +260,13 @@ int main(int argc, char** argv) {
     const std::string address =
         absl::StrCat("127.0.0.1:", bench::PickFreePort());
     bench::Child echo({"/proc/self/exe", "--cq-echo", address});
-    auto bare = MedianRates(kSteps, {BareCall(address)});
+    auto bare = TimeInRounds(kSteps, {BareCall(address)});
     if (!bare.ok()) {
       std::cerr << "error: " << bare.status() << "\n";
       return 1;
     }
-    dist.bare_cq_rpc = (*bare)[0];
+    dist.bare_cq_rpc = (*bare)[0].per_second;
+    dist.bare_cq_rpc_p50_us = (*bare)[0].p50_us;
   }
   auto torch = MeasureTorch();
   if (!torch.ok()) {
@@ -264,5 +285,10 @@ int main(int argc, char** argv) {
   std::printf("%-26s %12.1f %12s %8.2f  (tiny step / bare call)\n",
               "bare gRPC call, CQ server", dist.bare_cq_rpc, "-",
               dist.tiny / dist.bare_cq_rpc);
+  std::printf(
+      "median time of one call: tiny step %.1f us, bare call %.1f us (ratio "
+      "%.2f), bare call on a CQ server %.1f us\n",
+      dist.tiny_p50_us, dist.bare_rpc_p50_us,
+      dist.bare_rpc_p50_us / dist.tiny_p50_us, dist.bare_cq_rpc_p50_us);
   return 0;
 }
