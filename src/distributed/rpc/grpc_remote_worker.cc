@@ -60,6 +60,27 @@ class GrpcRemoteWorker : public WorkerInterface {
     stub_->async()->RunGraph(ctx, request, response,
                              Finish(ctx, "RunGraph", std::move(done)));
   }
+  absl::Status RunGraphWithTensors(const proto::RunGraphRequest* request,
+                                   std::vector<Tensor> feeds,
+                                   std::vector<Tensor>* fetches) override {
+    // A blocking call: gRPC reads the reply on this thread, where the
+    // callback form would read it on one of its own and wake this one.
+    proto::RunGraphRequest with_feeds;
+    if (!feeds.empty()) {
+      with_feeds = *request;
+      AddRunGraphFeeds(feeds, &with_feeds);
+      request = &with_feeds;
+    }
+    proto::RunGraphResponse response;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(deadlines_.step_ms));
+    absl::Status s =
+        FromGrpcCallStatus(stub_->RunGraph(&ctx, *request, &response), task_,
+                           address_, "RunGraph");
+    if (!s.ok()) return s;
+    return DecodeRunGraphFetches(response, request->num_fetches(), fetches);
+  }
   void AbortStepAsync(const proto::AbortStepRequest* request,
                       proto::AbortStepResponse* response,
                       StatusCallback done) override {

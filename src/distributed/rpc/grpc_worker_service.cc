@@ -71,7 +71,11 @@ class GrpcWorkerService : public Base {
   grpc::ServerUnaryReactor* RunGraph(
       grpc::CallbackServerContext* ctx, const proto::RunGraphRequest* request,
       proto::RunGraphResponse* response) override {
-    return Forward(ctx, request, response, &Worker::RunGraphAsync);
+    auto* reactor = new RunGraphReactor(worker_, request->step_id());
+    // A small partition runs to its end here, on gRPC's thread, and answers
+    // before this returns (which gRPC allows); a larger one answers later.
+    worker_->RunGraphAsync(request, response, Finisher(reactor));
+    return reactor;
   }
   grpc::ServerUnaryReactor* AbortStep(
       grpc::CallbackServerContext* ctx, const proto::AbortStepRequest* request,
