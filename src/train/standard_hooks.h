@@ -1,0 +1,26 @@
+// The hooks a chief gets from MonitoredTrainingSession::Options, as
+// TensorFlow's MonitoredTrainingSession makes them.
+#ifndef DISTFLOW_TRAIN_STANDARD_HOOKS_H_
+#define DISTFLOW_TRAIN_STANDARD_HOOKS_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distflow/scope.h"
+#include "distflow/train/monitored_session.h"
+#include "distflow/train/session_run_hook.h"
+
+namespace distflow {
+namespace train {
+
+// A step counter every log_step_count_steps global steps (when the graph has
+// a global step to count).
+absl::StatusOr<std::vector<std::shared_ptr<SessionRunHook>>> StandardChiefHooks(
+    const Scope& scope, const MonitoredTrainingSession::Options& options,
+    const Scaffold& scaffold);
+
+}  // namespace train
+}  // namespace distflow
+
+#endif  // DISTFLOW_TRAIN_STANDARD_HOOKS_H_
