@@ -163,6 +163,97 @@ TEST(MonitoredSessionClusterTest, RecoversWhenAPsRestarts) {
   EXPECT_EQ(steps, 14);
 }
 
+// Between-graph training on two workers sharing a global step: a ps restart
+// makes both recover (the chief initializes again, the worker waits for it),
+// and both reach the last step.
+TEST(MonitoredSessionClusterTest, BothWorkersRecoverWhenAPsRestarts) {
+  auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 2}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Replica replicas[] = {Replica(2, 0), Replica(2, 1)};
+  std::unique_ptr<MonitoredTrainingSession> sessions[2];
+  for (int i = 0; i < 2; ++i) {
+    auto options = OptionsFor(cluster->get(), i);
+    options.hooks.push_back(StopAtStepHook::Create(40));
+    auto session = MonitoredTrainingSession::Create(replicas[i].root, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    sessions[i] = std::move(*session);
+  }
+  std::atomic<int> steps[2] = {0, 0};
+  absl::Status errors[2];
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      while (!sessions[i]->ShouldStop()) {
+        absl::Status s = sessions[i]->RunTargets({replicas[i].tick.op()});
+        if (!s.ok()) {
+          errors[i] = s;
+          return;
+        }
+        ++steps[i];
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+    });
+  }
+  while (steps[0] + steps[1] < 10) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE((*cluster)->Restart("ps", 0).ok());
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(errors[i].ok()) << "worker " << i << ": " << errors[i];
+    EXPECT_GE(sessions[i]->num_recoveries(), 1) << "worker " << i;
+    EXPECT_TRUE(sessions[i]->ShouldStop());
+  }
+  // The global step started over on the restarted ps: more than 40 steps.
+  EXPECT_GT(steps[0] + steps[1], 40);
+}
+
+// The chief's task dies and comes back: meanwhile the other worker keeps
+// training; the new chief finds the variables alive on the ps and keeps them.
+TEST(MonitoredSessionClusterTest, WorkerKeepsTrainingWhileTheChiefRestarts) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 2}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto chief_replica = std::make_unique<Replica>(1, 0);
+  Replica worker(1, 1);
+  auto chief = MonitoredTrainingSession::Create(chief_replica->root,
+                                                OptionsFor(cluster->get(), 0));
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  auto session = MonitoredTrainingSession::Create(
+      worker.root, OptionsFor(cluster->get(), 1));
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*chief)->Run({chief_replica->train}).ok());
+
+  std::atomic<int> worker_steps{0};
+  std::atomic<bool> done{false};
+  absl::Status worker_error;
+  std::thread training([&] {
+    while (!done) {
+      absl::Status s = (*session)->RunTargets({worker.train.op()});
+      if (!s.ok()) {
+        worker_error = s;
+        return;
+      }
+      ++worker_steps;
+    }
+  });
+  (*cluster)->Kill("worker", 0);
+  chief->reset();  // its process is gone
+  const int before = worker_steps;
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_GT(worker_steps, before) << "the worker is stuck without its chief";
+
+  ASSERT_TRUE((*cluster)->Restart("worker", 0).ok());
+  chief_replica = std::make_unique<Replica>(1, 0);
+  chief = MonitoredTrainingSession::Create(chief_replica->root,
+                                           OptionsFor(cluster->get(), 0));
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  done = true;
+  training.join();
+  EXPECT_TRUE(worker_error.ok()) << worker_error;
+  auto out = (*chief)->Run({chief_replica->train});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Every step of both so far is in w: nothing was initialized again.
+  EXPECT_EQ((*out)[0].scalar<float>(), 100.0f + 2 + worker_steps);
+}
+
 }  // namespace
 }  // namespace train
 }  // namespace distflow

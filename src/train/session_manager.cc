@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -53,11 +54,11 @@ class Patience {
     }
     if (waited >= next_log_) {
       DF_LOG(Info) << (options_.is_chief ? "Chief" : "Worker")
-                   << " waiting for " << what << " ("
-                   << absl::FormatDuration(
-                          absl::Trunc(waited, absl::Seconds(1)))
-                   << " so far, giving up after "
-                   << absl::FormatDuration(options_.max_wait) << ")";
+                   << " waiting for " << what
+                   << absl::StrFormat(
+                          " (%.0f s so far, giving up after %.0f s)",
+                          absl::ToDoubleSeconds(waited),
+                          absl::ToDoubleSeconds(options_.max_wait));
       next_log_ = waited + options_.log_interval;
     }
     absl::SleepFor(options_.poll_interval);
@@ -120,7 +121,10 @@ absl::Status RunLocalInit(ClientSession* session, const Scaffold& scaffold) {
 }  // namespace
 
 bool IsRecoverable(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsAborted(status);
+  // A task that shuts down cancels the steps it is running: nobody else
+  // cancels a monitored session's steps, so CANCELLED means the same.
+  return absl::IsUnavailable(status) || absl::IsAborted(status) ||
+         absl::IsCancelled(status);
 }
 
 absl::StatusOr<std::vector<std::string>> NotReady(ClientSession* session,

@@ -48,8 +48,8 @@ absl::StatusOr<std::vector<std::string>> NotReady(ClientSession* session,
                                                   const Output& ready_op);
 
 // True for errors after which a new session may succeed: a task that is
-// unreachable (UNAVAILABLE) or that restarted and lost the step's state
-// (ABORTED).
+// unreachable (UNAVAILABLE), that restarted and lost the step's state
+// (ABORTED), or that shut down during the step (CANCELLED).
 bool IsRecoverable(const absl::Status& status);
 
 }  // namespace train

@@ -17,12 +17,13 @@
 // reach. Both then run the local init op. Nobody waits forever: after
 // max_wait_secs creation fails with DEADLINE_EXCEEDED naming what was missing.
 //
-// Recovery. A step that fails with UNAVAILABLE or ABORTED (a task died, or
-// restarted and lost its state) closes the session, creates it again as above
-// (so the chief restores the latest checkpoint and the others wait for it),
-// calls every hook's AfterCreateSession and runs the step again. Any other
-// error goes to the caller. Recovery gives up, returning the error, when no
-// step has succeeded for max_wait_secs.
+// Recovery. A step that fails with UNAVAILABLE, ABORTED or CANCELLED (a task
+// died, restarted and lost its state, or shut down during the step) closes
+// the session, creates it again as above (so the chief restores the latest
+// checkpoint and the others wait for it), calls every hook's
+// AfterCreateSession and runs the step again. Any other error goes to the
+// caller. Recovery gives up, returning the error, when no step has succeeded
+// for max_wait_secs.
 //
 // Hooks (see hooks.h) run around every step. The chief also gets the usual
 // ones, made from the options as TensorFlow makes them: a step counter, a
