@@ -22,6 +22,7 @@
 #include "distflow/train/optimizer.h"
 #include "distflow/train/optimizers.h"
 #include "distflow/train/session_run_hook.h"
+#include "distflow/train/summary.h"
 #include "distflow/types.h"
 
 #endif  // DISTFLOW_DISTFLOW_H_

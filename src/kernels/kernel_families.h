@@ -28,6 +28,7 @@ void RegisterStateKernels(KernelRegistry* registry);
 void RegisterTrainingKernels(KernelRegistry* registry);
 void RegisterSendRecvKernels(KernelRegistry* registry);
 void RegisterEmbeddingKernels(KernelRegistry* registry);
+void RegisterSummaryKernels(KernelRegistry* registry);
 
 }  // namespace distflow
 

@@ -20,6 +20,7 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterTrainingKernels(registry);
   RegisterSendRecvKernels(registry);
   RegisterEmbeddingKernels(registry);
+  RegisterSummaryKernels(registry);
 }
 
 }  // namespace distflow

@@ -29,6 +29,7 @@ void RegisterStateOps(OpRegistry* registry);
 void RegisterTrainingOps(OpRegistry* registry);
 void RegisterSendRecvOps(OpRegistry* registry);
 void RegisterEmbeddingOps(OpRegistry* registry);
+void RegisterSummaryOps(OpRegistry* registry);
 
 }  // namespace distflow
 

@@ -17,6 +17,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterTrainingOps(registry);
   RegisterSendRecvOps(registry);
   RegisterEmbeddingOps(registry);
+  RegisterSummaryOps(registry);
 }
 
 }  // namespace distflow
