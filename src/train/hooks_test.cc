@@ -1,7 +1,11 @@
 // The standard hooks, each in a monitored session over a local session.
 #include "distflow/train/hooks.h"
 
+#include <stdlib.h>
+
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -10,8 +14,11 @@
 #include "distflow/ops.h"
 #include "distflow/train/global_step.h"
 #include "distflow/train/monitored_session.h"
+#include "distflow/train/summary.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/summary.pb.h"
+#include "train/record_reader.h"
 
 namespace distflow {
 namespace train {
@@ -198,6 +205,105 @@ TEST(StepCounterHookTest, TheChiefGetsOneFromTheOptions) {
   }
   const std::string log = testing::internal::GetCapturedStderr();
   EXPECT_EQ(LinesWith(log, "global_step/sec").size(), 2u) << log;
+}
+
+std::string NewTempDir() {
+  std::string path = ::testing::TempDir() + "hooks_test_XXXXXX";
+  return mkdtemp(path.data()) != nullptr ? path : "";
+}
+
+// The scalar summaries of the event files in `dir`: tag -> (step -> value).
+using Scalars = std::map<std::string, std::map<int64_t, float>>;
+Scalars ReadScalars(const std::string& dir, bool* has_graph = nullptr) {
+  Scalars scalars;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("events.out.tfevents", 0) != 0) continue;
+    auto records = ReadRecords(entry.path().string());
+    EXPECT_TRUE(records.ok()) << records.status();
+    if (!records.ok()) continue;
+    for (const std::string& record : *records) {
+      proto::Event event;
+      EXPECT_TRUE(event.ParseFromString(record));
+      if (has_graph != nullptr && event.has_graph_def()) *has_graph = true;
+      for (const auto& value : event.summary().value()) {
+        scalars[value.tag()][event.step()] = value.simple_value();
+      }
+    }
+  }
+  return scalars;
+}
+
+TEST(SummarySaverHookTest, WritesTheMergedSummariesEveryNSteps) {
+  Scope root = Scope::NewRootScope();
+  Diverging model(root);
+  ops::ScalarSummary(root, "loss", model.loss);
+  ops::ScalarSummary(root, "half", 0.5f);
+  const std::string dir = NewTempDir();
+  auto writer = SummaryWriter::Create(dir);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  MonitoredTrainingSession::Options options;
+  SummarySaverHook::Options summaries;
+  summaries.every = Every::Steps(2);
+  summaries.writer = std::move(*writer);
+  options.hooks.push_back(SummarySaverHook::Create(summaries));
+  auto session = Open(root, options);
+  ASSERT_NE(session, nullptr);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok());
+  }
+  ASSERT_TRUE(session->Close().ok());
+  bool has_graph = false;
+  Scalars scalars = ReadScalars(dir, &has_graph);
+  EXPECT_TRUE(has_graph);
+  // At global steps 0 and 2, with the values computed in those steps.
+  EXPECT_EQ(scalars["loss"], (std::map<int64_t, float>{{0, 0.25f}, {2, 0.5f}}));
+  EXPECT_EQ(scalars["half"], (std::map<int64_t, float>{{0, 0.5f}, {2, 0.5f}}));
+}
+
+TEST(SummarySaverHookTest, NeedsAWriterAndSummaries) {
+  Scope root = Scope::NewRootScope();
+  Diverging model(root);
+  MonitoredTrainingSession::Options options;
+  options.hooks.push_back(SummarySaverHook::Create({}));
+  auto session = MonitoredTrainingSession::Create(root, options);
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(session.status().message(), HasSubstr("writer"));
+
+  auto writer = SummaryWriter::Create(NewTempDir());
+  ASSERT_TRUE(writer.ok());
+  SummarySaverHook::Options summaries;
+  summaries.writer = std::move(*writer);
+  options.hooks = {SummarySaverHook::Create(summaries)};
+  session = MonitoredTrainingSession::Create(root, options);
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(session.status().message(), HasSubstr("ScalarSummary"));
+}
+
+// The chief's standard hooks write summaries and speed to the summary
+// directory (by default the checkpoint directory).
+TEST(SummarySaverHookTest, TheChiefWritesSummariesAndSpeedFromTheOptions) {
+  Scope root = Scope::NewRootScope();
+  Diverging model(root);
+  ops::ScalarSummary(root, "loss", model.loss);
+  const std::string dir = NewTempDir();
+  MonitoredTrainingSession::Options options;
+  options.summary_dir = dir;
+  options.save_summaries_steps = 3;
+  options.log_step_count_steps = 1;
+  {
+    auto session = MonitoredTrainingSession::Create(root, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE((*session)->RunTargets({model.tick.op()}).ok());
+    }
+  }
+  Scalars scalars = ReadScalars(dir);
+  EXPECT_EQ(scalars["loss"].size(), 2u);             // steps 0 and 3
+  EXPECT_EQ(scalars["global_step/sec"].size(), 3u);  // steps 1, 2 and 3
+  for (const auto& [step, rate] : scalars["global_step/sec"]) {
+    EXPECT_GT(rate, 0) << "at step " << step;
+  }
 }
 
 TEST(EveryTest, ExactlyOnePeriodMustBePositive) {

@@ -5,6 +5,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "distflow/train/hooks.h"
+#include "distflow/train/summary.h"
 #include "train/hook_util.h"
 
 namespace distflow {
@@ -103,7 +104,14 @@ absl::Status StepCounterHook::AfterRun(SessionRunContext* context,
                           steps_per_sec * options_.examples_per_step);
   }
   DF_LOG(Info) << line << " (global step " << step << ")";
-  return absl::OkStatus();
+  if (options_.writer == nullptr) return absl::OkStatus();
+  SummaryWriter& writer = *options_.writer;
+  DF_RETURN_IF_ERROR(writer.AddScalar("global_step/sec", steps_per_sec, step));
+  if (options_.examples_per_step > 0) {
+    DF_RETURN_IF_ERROR(writer.AddScalar(
+        "examples/sec", steps_per_sec * options_.examples_per_step, step));
+  }
+  return writer.Flush();
 }
 
 }  // namespace train

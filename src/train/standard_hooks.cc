@@ -1,8 +1,12 @@
 #include "train/standard_hooks.h"
 
+#include <string>
+
 #include "base/logging.h"
+#include "base/status_macros.h"
 #include "distflow/train/global_step.h"
 #include "distflow/train/hooks.h"
+#include "distflow/train/summary.h"
 
 namespace distflow {
 namespace train {
@@ -11,16 +15,40 @@ absl::StatusOr<std::vector<std::shared_ptr<SessionRunHook>>> StandardChiefHooks(
     const Scope& scope, const MonitoredTrainingSession::Options& options,
     const Scaffold& scaffold) {
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
-  const bool has_global_step = GetGlobalStep(scope).ok();
+  if (!GetGlobalStep(scope).ok()) {
+    DF_LOG(Info) << "The graph has no global step: no steps/sec, summaries "
+                    "or checkpoints (create it with "
+                    "train::GetOrCreateGlobalStep)";
+    return hooks;
+  }
+  const std::string& summary_dir = options.summary_dir.empty()
+                                       ? options.checkpoint_dir
+                                       : options.summary_dir;
+  Every summaries;
+  if (options.save_summaries_steps > 0) {
+    summaries = Every::Steps(options.save_summaries_steps);
+  } else if (options.save_summaries_secs > 0) {
+    summaries = Every::Secs(options.save_summaries_secs);
+  }
+  const bool save_summaries = !summary_dir.empty() &&
+                              summaries.Validate("").ok() &&
+                              MergeAllSummaries(scope).valid();
+  std::shared_ptr<SummaryWriter> writer;
+  if (!summary_dir.empty() &&
+      (save_summaries || options.log_step_count_steps > 0)) {
+    DF_ASSIGN_OR_RETURN(writer, SummaryWriter::Create(summary_dir));
+  }
   if (options.log_step_count_steps > 0) {
-    if (has_global_step) {
-      StepCounterHook::Options counter;
-      counter.every = Every::Steps(options.log_step_count_steps);
-      hooks.push_back(StepCounterHook::Create(counter));
-    } else {
-      DF_LOG(Info) << "The graph has no global step: steps/sec will not be "
-                      "logged (create it with train::GetOrCreateGlobalStep)";
-    }
+    StepCounterHook::Options counter;
+    counter.every = Every::Steps(options.log_step_count_steps);
+    counter.writer = writer;
+    hooks.push_back(StepCounterHook::Create(counter));
+  }
+  if (save_summaries) {
+    SummarySaverHook::Options saver;
+    saver.every = summaries;
+    saver.writer = writer;
+    hooks.push_back(SummarySaverHook::Create(saver));
   }
   return hooks;
 }

@@ -14,8 +14,10 @@
 namespace distflow {
 namespace train {
 
-// A step counter every log_step_count_steps global steps (when the graph has
-// a global step to count).
+// For a graph with a global step: a step counter every log_step_count_steps
+// global steps and, given a summary directory (summary_dir, else
+// checkpoint_dir) and summaries in the graph, a summary saver; both write to
+// one SummaryWriter there.
 absl::StatusOr<std::vector<std::shared_ptr<SessionRunHook>>> StandardChiefHooks(
     const Scope& scope, const MonitoredTrainingSession::Options& options,
     const Scaffold& scaffold);

@@ -4,6 +4,7 @@
 //   StopAtStepHook       stops at a global step
 //   LoggingTensorHook    logs named tensors every N steps or seconds
 //   StepCounterHook      logs (and writes) global steps/sec and examples/sec
+//   SummarySaverHook     writes summaries every N steps or seconds
 //   NanTensorHook        stops with an error when the loss is NaN or Inf
 //   FinalOpsHook         runs ops when the session closes, keeps their values
 //
@@ -30,6 +31,8 @@
 
 namespace distflow {
 namespace train {
+
+class SummaryWriter;
 
 // How often a hook acts: every `steps` steps or every `secs` seconds; exactly
 // one must be positive.
@@ -121,13 +124,16 @@ class LoggingTensorHook : public SessionRunHook {
 };
 
 // Measures training speed from the global step: logs global steps/sec (and
-// examples/sec given examples_per_step) every N global steps or seconds.
+// examples/sec given examples_per_step) every N global steps or seconds and,
+// given a writer, writes them as the scalar summaries "global_step/sec" and
+// "examples/sec".
 class StepCounterHook : public SessionRunHook {
  public:
   struct Options {
     Every every = Every::Steps(100);
     // The batch size of one step over all the workers it counts; 0 for none.
     int64_t examples_per_step = 0;
+    std::shared_ptr<SummaryWriter> writer;
   };
   static std::unique_ptr<StepCounterHook> Create(const Options& options);
 
@@ -145,6 +151,48 @@ class StepCounterHook : public SessionRunHook {
   EveryTimer timer_;
   ops::Variable global_step_;
 };
+
+// Writes summaries for TensorBoard every N global steps or seconds: runs the
+// summary op in the step and adds its value to the writer at the global step
+// read in that step, then flushes. Writes the graph once, when the session is
+// first created.
+class SummarySaverHook : public SessionRunHook {
+ public:
+  struct Options {
+    Every every = Every::Steps(100);
+    // A serialized Summary (ops::ScalarSummary, ops::MergeSummary). Default:
+    // every summary of the graph merged into one (FAILED_PRECONDITION if the
+    // graph has none).
+    Output summary_op;
+    // Required.
+    std::shared_ptr<SummaryWriter> writer;
+  };
+  static std::unique_ptr<SummarySaverHook> Create(const Options& options);
+
+  absl::Status Begin(const Scope& scope) override;
+  absl::Status AfterCreateSession(ClientSession* session) override;
+  SessionRunArgs BeforeRun(SessionRunContext* context) override;
+  absl::Status AfterRun(SessionRunContext* context,
+                        const SessionRunValues& values) override;
+  absl::Status End(ClientSession* session) override;
+
+ private:
+  explicit SummarySaverHook(const Options& options)
+      : options_(options), timer_(options.every) {}
+
+  Options options_;
+  EveryTimer timer_;
+  ops::Variable global_step_;
+  std::optional<Scope> scope_;
+  bool graph_written_ = false;
+  // The global step the next step is expected to read, once known.
+  std::optional<int64_t> next_step_;
+  bool summarizing_this_step_ = false;
+};
+
+// Every summary of the graph (ScalarSummary and MergeSummary outputs that no
+// MergeSummary takes in), merged into one; an invalid Output if there is none.
+Output MergeAllSummaries(const Scope& scope);
 
 // Checks a loss every step: a NaN or infinite value ends training with
 // INVALID_ARGUMENT naming the loss and the global step, or, when
