@@ -21,6 +21,7 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterSendRecvKernels(registry);
   RegisterEmbeddingKernels(registry);
   RegisterSummaryKernels(registry);
+  RegisterCheckpointKernels(registry);
 }
 
 }  // namespace distflow

@@ -60,7 +60,8 @@ absl::Status UninitializedError(const std::string& name) {
                    "before reading it"));
 }
 
-// The variable a handle input names, created on first use when `create` is set.
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx,
                                                  const Tensor& handle_t,
                                                  bool create) {
@@ -81,6 +82,8 @@ absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx,
   if (absl::IsNotFound(var.status())) return UninitializedError(h.name);
   return var;
 }
+
+namespace {
 
 class ReadVariableOp : public OpKernel {
  public:

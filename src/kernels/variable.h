@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "distflow/tensor.h"
 #include "kernels/resource_mgr.h"
@@ -43,6 +44,16 @@ class Var : public ResourceBase {
   Tensor value_ ABSL_GUARDED_BY(mu_);
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+class OpKernelContext;
+
+// The variable that `handle` (a scalar resource tensor) names on the kernel's
+// device, created uninitialized on first use when `create` is set.
+// INVALID_ARGUMENT if the handle belongs to another device; FAILED_PRECONDITION
+// naming the variable if it does not exist and `create` is false.
+absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx,
+                                                 const Tensor& handle,
+                                                 bool create);
 
 }  // namespace distflow
 

@@ -18,6 +18,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterSendRecvOps(registry);
   RegisterEmbeddingOps(registry);
   RegisterSummaryOps(registry);
+  RegisterCheckpointOps(registry);
 }
 
 }  // namespace distflow

@@ -1,0 +1,112 @@
+#include "train/checkpoint_files.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "base/file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace distflow {
+namespace train {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string TestDir() {
+  std::string dir = ::testing::TempDir() + "distflow_ckpt_files_XXXXXX";
+  EXPECT_NE(mkdtemp(dir.data()), nullptr);
+  return dir;
+}
+
+TEST(CheckpointFilesTest, Names) {
+  EXPECT_EQ(ShardFileName("model.ckpt-7", 1, 3),
+            "model.ckpt-7.shard-00001-of-00003.safetensors");
+  EXPECT_EQ(IndexPath("/d/model.ckpt-7"), "/d/model.ckpt-7.index.json");
+  EXPECT_EQ(CheckpointStatePath("/d"), "/d/checkpoint");
+}
+
+TEST(CheckpointFilesTest, IndexRoundTrips) {
+  const std::string path = TestDir() + "/m-5.index.json";
+  CheckpointIndex index;
+  index.global_step = 5;
+  index.shards = {"a.safetensors", "b.safetensors"};
+  index.tensors["layer1/kernel"] = {1, DataType::kFloat, TensorShape({2, 3})};
+  index.tensors["global_step"] = {0, DataType::kInt64, TensorShape({})};
+  ASSERT_TRUE(WriteCheckpointIndex(path, index).ok());
+  auto read = ReadCheckpointIndex(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->global_step, 5);
+  EXPECT_EQ(read->shards, index.shards);
+  ASSERT_EQ(read->tensors.size(), 2u);
+  EXPECT_EQ(read->tensors["layer1/kernel"].shard, 1);
+  EXPECT_EQ(read->tensors["layer1/kernel"].shape, TensorShape({2, 3}));
+  EXPECT_EQ(read->tensors["global_step"].dtype, DataType::kInt64);
+}
+
+TEST(CheckpointFilesTest, DamagedIndexIsDataLossNamingFileAndField) {
+  const std::string path = TestDir() + "/m.index.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"format_version": 1, "global_step": 5, "shards": [], )", "JSON"},
+      {R"({"format_version": 1, "shards": [], "tensors": {}})", "global_step"},
+      {R"({"format_version": 1, "global_step": 5, "shards": ["a"],)"
+       R"( "tensors": {"w": {"shard": 1, "dtype": "F32", "shape": [2]}}})",
+       "entry for tensor 'w'"},
+      {R"({"format_version": 1, "global_step": 5, "shards": ["a"],)"
+       R"( "tensors": {"w": {"shard": 0, "dtype": "F16", "shape": [2]}}})",
+       "entry for tensor 'w'"},
+  };
+  for (const auto& [text, field] : cases) {
+    ASSERT_TRUE(WriteFileAtomically(path, text).ok());
+    auto read = ReadCheckpointIndex(path);
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss) << text;
+    EXPECT_THAT(read.status().message(), HasSubstr(field)) << text;
+    EXPECT_THAT(read.status().message(), HasSubstr(path)) << text;
+  }
+  ASSERT_TRUE(WriteFileAtomically(path, R"({"format_version": 2})").ok());
+  EXPECT_EQ(ReadCheckpointIndex(path).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CheckpointFilesTest, StateRoundTripsAndNamesTheLatestLast) {
+  const std::string dir = TestDir();
+  EXPECT_EQ(ReadCheckpointState(dir).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(WriteCheckpointState(dir, {{"m-1", "m-2"}}).ok());
+  EXPECT_THAT(ReadCheckpointState(dir)->prefixes, ElementsAre("m-1", "m-2"));
+  // A file edited by hand to name another latest: that one is the latest.
+  ASSERT_TRUE(WriteFileAtomically(CheckpointStatePath(dir),
+                                  R"({"latest": "m-1", "all": ["m-1", "m-2"]})")
+                  .ok());
+  EXPECT_THAT(ReadCheckpointState(dir)->prefixes, ElementsAre("m-2", "m-1"));
+  ASSERT_TRUE(WriteFileAtomically(CheckpointStatePath(dir), "m-2\n").ok());
+  auto state = ReadCheckpointState(dir);
+  EXPECT_EQ(state.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(state.status().message(), HasSubstr(CheckpointStatePath(dir)));
+}
+
+TEST(CheckpointFilesTest, DeleteRemovesOneCheckpointOnly) {
+  const std::string dir = TestDir();
+  for (const char* name :
+       {"m-1.index.json", "m-1.shard-00000-of-00001.safetensors",
+        "m-1.shard-00000-of-00001.safetensors.tmp-0123456789abcdef",
+        "m-10.index.json", "m-10.shard-00000-of-00001.safetensors",
+        "checkpoint"}) {
+    ASSERT_TRUE(WriteFileAtomically(dir + "/" + name, "x").ok());
+  }
+  ASSERT_TRUE(DeleteCheckpointFiles(dir, "m-1").ok());
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_THAT(left, ElementsAre("checkpoint", "m-10.index.json",
+                                "m-10.shard-00000-of-00001.safetensors"));
+}
+
+}  // namespace
+}  // namespace train
+}  // namespace distflow
