@@ -14,6 +14,7 @@
 #include "distflow/ops.h"
 #include "distflow/train/global_step.h"
 #include "distflow/train/monitored_session.h"
+#include "distflow/train/saver.h"
 #include "distflow/train/summary.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -304,6 +305,69 @@ TEST(SummarySaverHookTest, TheChiefWritesSummariesAndSpeedFromTheOptions) {
   for (const auto& [step, rate] : scalars["global_step/sec"]) {
     EXPECT_GT(rate, 0) << "at step " << step;
   }
+}
+
+TEST(CheckpointSaverHookTest, SavesEveryNStepsAndAtTheEnd) {
+  Scope root = Scope::NewRootScope();
+  Diverging model(root);
+  const std::string dir = NewTempDir();
+  MonitoredTrainingSession::Options options;
+  options.checkpoint_dir = dir;
+  options.save_checkpoint_steps = 2;
+  auto session = Open(root, options);
+  ASSERT_NE(session, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok());
+  }
+  // Saved at global steps 2 and 4 while training...
+  for (int step : {2, 4}) {
+    EXPECT_TRUE(std::filesystem::exists(dir + "/model.ckpt-" +
+                                        std::to_string(step) + ".index.json"))
+        << step;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/model.ckpt-5.index.json"));
+  // ... and at the last one when the session closes.
+  ASSERT_TRUE(session->Close().ok());
+  auto latest = LatestCheckpoint(dir);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(*latest, dir + "/model.ckpt-5");
+}
+
+TEST(CheckpointSaverHookTest, TheNextChiefRestoresTheLatestCheckpoint) {
+  const std::string dir = NewTempDir();
+  MonitoredTrainingSession::Options options;
+  options.checkpoint_dir = dir;
+  options.save_checkpoint_steps = 100;  // only the save at the end
+  {
+    Scope root = Scope::NewRootScope();
+    Diverging model(root);
+    auto session = Open(root, options);
+    ASSERT_NE(session, nullptr);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok());
+    }
+  }
+  // A new process: its own graph and session, the same directory.
+  Scope root = Scope::NewRootScope();
+  Diverging model(root);
+  testing::internal::CaptureStderr();
+  auto session = Open(root, options);
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_NE(session, nullptr);
+  EXPECT_THAT(log, HasSubstr("restored checkpoint " + dir + "/model.ckpt-3"));
+  auto out = session->Run({model.global_step});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<int64_t>(), 3);
+}
+
+TEST(CheckpointSaverHookTest, CheckpointsNeedAGlobalStep) {
+  Scope root = Scope::NewRootScope();
+  ops::Variable v(root, 1.0f);
+  MonitoredTrainingSession::Options options;
+  options.checkpoint_dir = NewTempDir();
+  auto session = MonitoredTrainingSession::Create(root, options);
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(session.status().message(), HasSubstr("global step"));
 }
 
 TEST(EveryTest, ExactlyOnePeriodMustBePositive) {

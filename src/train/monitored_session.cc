@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "distflow/train/saver.h"
 #include "train/session_manager.h"
 #include "train/standard_hooks.h"
 
@@ -63,8 +64,12 @@ MonitoredTrainingSession::Create(const Scope& scope, const Options& options) {
   // The scaffold comes after the hooks' ops (its initializer and ready op
   // must cover any variable a hook made), and the standard hooks after the
   // scaffold (they use its saver).
+  Scaffold::Options scaffold_options = options.scaffold;
+  if (!options.checkpoint_dir.empty() && scaffold_options.saver == nullptr) {
+    DF_ASSIGN_OR_RETURN(scaffold_options.saver, Saver::Create(scope));
+  }
   DF_ASSIGN_OR_RETURN(std::unique_ptr<Scaffold> scaffold,
-                      Scaffold::Create(scope, options.scaffold));
+                      Scaffold::Create(scope, scaffold_options));
   if (options.is_chief) {
     DF_ASSIGN_OR_RETURN(auto standard,
                         StandardChiefHooks(scope, options, *scaffold));

@@ -2,6 +2,8 @@
 // 127.0.0.1): the chief initializes, the other workers wait for it and say
 // what they wait for, nobody waits forever, and a session recovers when a ps
 // task restarts.
+#include <stdlib.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -252,6 +254,40 @@ TEST(MonitoredSessionClusterTest, WorkerKeepsTrainingWhileTheChiefRestarts) {
   ASSERT_TRUE(out.ok()) << out.status();
   // Every step of both so far is in w: nothing was initialized again.
   EXPECT_EQ((*out)[0].scalar<float>(), 100.0f + 2 + worker_steps);
+}
+
+// With checkpoints, a restarted ps costs at most the steps since the last
+// one: the chief restores it and training goes on from there.
+TEST(MonitoredSessionClusterTest,
+     RecoversFromTheLastCheckpointWhenAPsRestarts) {
+  auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::string dir = ::testing::TempDir() + "mts_cluster_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  Replica chief(2, 0);
+  auto options = OptionsFor(cluster->get(), 0);
+  options.checkpoint_dir = dir;
+  options.save_checkpoint_steps = 3;
+  options.hooks.push_back(StopAtStepHook::Create(12));
+  auto session = MonitoredTrainingSession::Create(chief.root, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  int steps = 0;
+  float w = 0;
+  while (!(*session)->ShouldStop()) {
+    if (steps == 7) {
+      // Checkpoints were saved at global steps 3 and 6.
+      ASSERT_TRUE((*cluster)->Restart("ps", 0).ok());
+    }
+    auto out = (*session)->Run({chief.tick, chief.train});
+    ASSERT_TRUE(out.ok()) << out.status();
+    w = (*out)[1].scalar<float>();
+    ++steps;
+  }
+  EXPECT_EQ((*session)->num_recoveries(), 1);
+  // Step 7 is done again after the restore of step 6: 13 steps in all, and w
+  // (on the ps that did not restart, restored too) counts 12 of them.
+  EXPECT_EQ(steps, 13);
+  EXPECT_EQ(w, 112.0f);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "distflow/train/saver.h"
 
 namespace distflow {
 namespace train {
@@ -93,6 +94,23 @@ absl::StatusOr<std::unique_ptr<ClientSession>> Connect(
 absl::Status RestoreOrInitialize(ClientSession* session,
                                  const Scaffold& scaffold,
                                  const ReadySessionOptions& options) {
+  if (!options.checkpoint_dir.empty() && scaffold.saver() != nullptr) {
+    auto restored =
+        scaffold.saver()->RestoreLatest(session, options.checkpoint_dir);
+    if (restored.ok()) {
+      DF_LOG(Info) << "Chief restored checkpoint " << restored->prefix
+                   << " (global step " << restored->global_step << ")";
+      DF_ASSIGN_OR_RETURN(std::vector<std::string> missing,
+                          NotReady(session, scaffold.ready_op()));
+      if (missing.empty()) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint ", restored->prefix, " was restored but ",
+          NotReadyMessage(missing),
+          ": the checkpoint does not hold them; use another checkpoint_dir "
+          "or a Saver over the variables it holds"));
+    }
+    if (!absl::IsNotFound(restored.status())) return restored.status();
+  }
   DF_ASSIGN_OR_RETURN(std::vector<std::string> missing,
                       NotReady(session, scaffold.ready_op()));
   if (missing.empty()) {

@@ -15,7 +15,16 @@ absl::StatusOr<std::vector<std::shared_ptr<SessionRunHook>>> StandardChiefHooks(
     const Scope& scope, const MonitoredTrainingSession::Options& options,
     const Scaffold& scaffold) {
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
+  const bool save_checkpoints =
+      !options.checkpoint_dir.empty() &&
+      (options.save_checkpoint_steps > 0 || options.save_checkpoint_secs > 0);
   if (!GetGlobalStep(scope).ok()) {
+    if (save_checkpoints) {
+      return absl::FailedPreconditionError(
+          "MonitoredTrainingSession: saving checkpoints in checkpoint_dir "
+          "needs the graph's global step (train::GetOrCreateGlobalStep), "
+          "which numbers them");
+    }
     DF_LOG(Info) << "The graph has no global step: no steps/sec, summaries "
                     "or checkpoints (create it with "
                     "train::GetOrCreateGlobalStep)";
@@ -43,6 +52,15 @@ absl::StatusOr<std::vector<std::shared_ptr<SessionRunHook>>> StandardChiefHooks(
     counter.every = Every::Steps(options.log_step_count_steps);
     counter.writer = writer;
     hooks.push_back(StepCounterHook::Create(counter));
+  }
+  if (save_checkpoints) {
+    CheckpointSaverHook::Options checkpoints;
+    checkpoints.checkpoint_dir = options.checkpoint_dir;
+    checkpoints.every = options.save_checkpoint_steps > 0
+                            ? Every::Steps(options.save_checkpoint_steps)
+                            : Every::Secs(options.save_checkpoint_secs);
+    checkpoints.saver = scaffold.shared_saver();
+    hooks.push_back(CheckpointSaverHook::Create(checkpoints));
   }
   if (save_summaries) {
     SummarySaverHook::Options saver;

@@ -5,6 +5,7 @@
 //   LoggingTensorHook    logs named tensors every N steps or seconds
 //   StepCounterHook      logs (and writes) global steps/sec and examples/sec
 //   SummarySaverHook     writes summaries every N steps or seconds
+//   CheckpointSaverHook  saves checkpoints every N steps or seconds and at End
 //   NanTensorHook        stops with an error when the loss is NaN or Inf
 //   FinalOpsHook         runs ops when the session closes, keeps their values
 //
@@ -32,6 +33,7 @@
 namespace distflow {
 namespace train {
 
+class Saver;
 class SummaryWriter;
 
 // How often a hook acts: every `steps` steps or every `secs` seconds; exactly
@@ -188,6 +190,38 @@ class SummarySaverHook : public SessionRunHook {
   // The global step the next step is expected to read, once known.
   std::optional<int64_t> next_step_;
   bool summarizing_this_step_ = false;
+};
+
+// Saves checkpoints of the model every N global steps or seconds (counted
+// from when the session was created or restored) and when the session
+// closes, in checkpoint_dir, at the global step. Meant for the chief.
+class CheckpointSaverHook : public SessionRunHook {
+ public:
+  struct Options {
+    // Required.
+    std::string checkpoint_dir;
+    Every every = Every::Secs(600);
+    // Default: a Saver over every global variable, made in Begin.
+    std::shared_ptr<Saver> saver;
+  };
+  static std::unique_ptr<CheckpointSaverHook> Create(const Options& options);
+
+  absl::Status Begin(const Scope& scope) override;
+  absl::Status AfterCreateSession(ClientSession* session) override;
+  SessionRunArgs BeforeRun(SessionRunContext* context) override;
+  absl::Status AfterRun(SessionRunContext* context,
+                        const SessionRunValues& values) override;
+  absl::Status End(ClientSession* session) override;
+
+ private:
+  explicit CheckpointSaverHook(const Options& options)
+      : options_(options), timer_(options.every) {}
+  absl::Status Save(ClientSession* session, int64_t step);
+
+  Options options_;
+  EveryTimer timer_;
+  ops::Variable global_step_;
+  std::optional<int64_t> last_saved_;
 };
 
 // Every summary of the graph (ScalarSummary and MergeSummary outputs that no

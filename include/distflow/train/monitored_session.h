@@ -65,7 +65,7 @@ class Scaffold {
     // the session. Default: none.
     Operation local_init_op;
     // Restores and saves checkpoints. Default: a Saver over every global
-    // variable.
+    // variable when the session has a checkpoint_dir, else none.
     std::shared_ptr<Saver> saver;
   };
 
@@ -79,6 +79,7 @@ class Scaffold {
   const Output& ready_op() const { return options_.ready_op; }
   // Invalid when there is none.
   const Operation& local_init_op() const { return options_.local_init_op; }
+  // Null when there is none.
   Saver* saver() const { return options_.saver.get(); }
   const std::shared_ptr<Saver>& shared_saver() const { return options_.saver; }
 
