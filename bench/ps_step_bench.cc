@@ -3,18 +3,32 @@
 //  - pull/push: read a 4 MiB variable from the ps task, add 1 on the worker,
 //    write it back;
 //  - tiny: increment a scalar on the ps (one round trip).
-// Prints steps/s of each and the ratio distflow / PyTorch.
+// Prints steps/s of each and the ratio distflow / PyTorch. distflow runs twice:
+// with the same-host path (tensors copied straight between the processes) and
+// with it turned off (over TCP, as between two hosts). The tiny step's
+// floor is printed too: bare unary gRPC calls (WorkerService.GetStatus, which
+// does no work) from the worker's process to the ps's server, the same two
+// processes with the same servers and channel settings; and the same calls to
+// a server on gRPC's completion-queue API from a process without a server,
+// what a runtime that avoided gRPC's callback API could reach.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "bench_util.h"
 #include "distflow/distflow.h"
 #include "distributed/rpc/grpc_server.h"
+#include "distributed/rpc/grpc_util.h"
 #include "nlohmann/json.hpp"
+#include "proto/worker.grpc.pb.h"
 
 namespace df = distflow;
 
@@ -25,6 +39,14 @@ constexpr int kSteps = 300;
 struct Rates {
   double pull_push = 0;
   double tiny = 0;
+  // distflow's runs only: the tiny step's floor with distflow's servers, and
+  // with a completion-queue server.
+  double bare_rpc = 0;
+  double bare_cq_rpc = 0;
+  // Median times of one call, in microseconds.
+  double tiny_p50_us = 0;
+  double bare_rpc_p50_us = 0;
+  double bare_cq_rpc_p50_us = 0;
 };
 
 absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
@@ -37,7 +59,67 @@ absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
   return s;
 }
 
-absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
+// A blocking GetStatus call to the worker service at `address` (the kind of
+// call the master's thread makes for the tiny step's RunGraph).
+std::function<absl::Status()> BareCall(const std::string& address) {
+  std::shared_ptr<df::proto::WorkerService::Stub> stub =
+      df::proto::WorkerService::NewStub(df::NewChannel(address));
+  return [stub, address]() {
+    df::proto::GetStatusRequest request;
+    df::proto::GetStatusResponse response;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    ctx.set_wait_for_ready(true);  // the server may still be starting
+    grpc::Status s = stub->GetStatus(&ctx, request, &response);
+    if (s.ok()) return absl::OkStatus();
+    return absl::UnavailableError(
+        absl::StrCat("GetStatus on ", address, ": ", s.error_message()));
+  };
+}
+
+struct Timing {
+  double per_second = 0;  // median over the rounds
+  double p50_us = 0;      // median time of one call, over all calls
+};
+
+// Times each of `fns` over kRounds rounds of `calls` calls each, the
+// functions taking turns round by round so that they see the same load on
+// this shared machine. The median call time moves less with the load than
+// the rate, which counts every delay of a busy core.
+absl::StatusOr<std::vector<Timing>> TimeInRounds(
+    int calls, const std::vector<std::function<absl::Status()>>& fns) {
+  constexpr int kRounds = 9;
+  std::vector<std::vector<double>> rates(fns.size());
+  std::vector<std::vector<double>> times(fns.size());
+  for (const auto& fn : fns) {
+    for (int i = 0; i < 50; ++i) DF_RETURN_IF_ERROR(fn());  // warm-up
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t f = 0; f < fns.size(); ++f) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) {
+        auto call_start = std::chrono::steady_clock::now();
+        DF_RETURN_IF_ERROR(fns[f]());
+        times[f].push_back(bench::Seconds(call_start) * 1e6);
+      }
+      rates[f].push_back(calls / bench::Seconds(start));
+    }
+  }
+  auto median = [](std::vector<double>* v) {
+    std::sort(v->begin(), v->end());
+    return (*v)[v->size() / 2];
+  };
+  std::vector<Timing> timings;
+  for (size_t f = 0; f < fns.size(); ++f) {
+    timings.push_back({median(&rates[f]), median(&times[f])});
+  }
+  return timings;
+}
+
+// `ps_address` is the ps task's, for the bare calls.
+absl::StatusOr<Rates> MeasureDistflow(const std::string& target,
+                                      const std::string& ps_address) {
   df::Scope root = df::Scope::NewRootScope();
   df::Scope ps = root.WithDevice("/job:ps/task:0");
   df::Scope worker = root.WithDevice("/job:worker/task:0");
@@ -64,13 +146,14 @@ absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
     if (absl::Status s = (*session)->RunTargets({push.op()}); !s.ok()) return s;
   }
   rates.pull_push = kSteps / bench::Seconds(start);
-  const int tiny_steps = kSteps * 10;
-  for (int i = 0; i < 50; ++i) (void)(*session)->RunTargets({tick.op()});
-  start = std::chrono::steady_clock::now();
-  for (int i = 0; i < tiny_steps; ++i) {
-    if (absl::Status s = (*session)->RunTargets({tick.op()}); !s.ok()) return s;
-  }
-  rates.tiny = tiny_steps / bench::Seconds(start);
+  df::ClientSession* client = session->get();
+  auto tiny = [client, &tick] { return client->RunTargets({tick.op()}); };
+  DF_ASSIGN_OR_RETURN(std::vector<Timing> tiny_and_bare,
+                      TimeInRounds(kSteps, {tiny, BareCall(ps_address)}));
+  rates.tiny = tiny_and_bare[0].per_second;
+  rates.tiny_p50_us = tiny_and_bare[0].p50_us;
+  rates.bare_rpc = tiny_and_bare[1].per_second;
+  rates.bare_rpc_p50_us = tiny_and_bare[1].p50_us;
   // The pulls and pushes must have happened: param holds the step count.
   auto check = (*session)->Run(
       {df::ops::Slice(worker, param, df::Tensor::Vector<int32_t>({0}),
@@ -80,6 +163,45 @@ absl::StatusOr<Rates> MeasureDistflow(const std::string& target) {
     return absl::InternalError("the ps's parameter missed updates");
   }
   return rates;
+}
+
+// Answers WorkerService.GetStatus alone, on gRPC's completion-queue API:
+// one thread polls the queue and answers each call itself. Runs until killed.
+int ServeCompletionQueueEcho(const std::string& address) {
+  df::proto::WorkerService::AsyncService service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::ServerCompletionQueue> cq =
+      builder.AddCompletionQueue();
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) return 1;
+  struct Call {
+    grpc::ServerContext ctx;
+    df::proto::GetStatusRequest request;
+    df::proto::GetStatusResponse response;
+    grpc::ServerAsyncResponseWriter<df::proto::GetStatusResponse> writer{&ctx};
+    bool answered = false;
+  };
+  auto await_call = [&service, &cq] {
+    auto* call = new Call;
+    service.RequestGetStatus(&call->ctx, &call->request, &call->writer,
+                             cq.get(), cq.get(), call);
+  };
+  await_call();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) {
+    auto* call = static_cast<Call*>(tag);
+    if (ok && !call->answered) {
+      await_call();
+      call->answered = true;
+      call->writer.Finish(call->response, grpc::Status::OK, call);
+    } else {
+      delete call;
+    }
+  }
+  return 0;
 }
 
 absl::StatusOr<Rates> MeasureTorch() {
@@ -105,44 +227,79 @@ absl::StatusOr<Rates> MeasureTorch() {
   return rates;
 }
 
+absl::StatusOr<Rates> MeasureDistflowTasks(bool same_host) {
+  const std::string ps_address =
+      absl::StrCat("127.0.0.1:", bench::PickFreePort());
+  const std::string worker_address =
+      absl::StrCat("127.0.0.1:", bench::PickFreePort());
+  bench::Child ps({"/proc/self/exe", "--ps", ps_address, worker_address,
+                   same_host ? "1" : "0"});
+  df::ServerOptions options;
+  options.same_host_transport = same_host;
+  auto worker = df::GrpcServer::Create(
+      {{"ps", {ps_address}}, {"worker", {worker_address}}}, "worker", 0,
+      options);
+  if (!worker.ok()) return worker.status();
+  return MeasureDistflow((*worker)->target(), ps_address);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::string(argv[1]) == "--ps") {
+  if (argc == 5 && std::string(argv[1]) == "--ps") {
     df::ClusterMap cluster = {{"ps", {argv[2]}}, {"worker", {argv[3]}}};
-    auto server = df::GrpcServer::Create(cluster, "ps", 0).value();
+    df::ServerOptions options;
+    options.same_host_transport = std::string(argv[4]) == "1";
+    auto server = df::GrpcServer::Create(cluster, "ps", 0, options).value();
     return server->Join().ok() ? 0 : 1;
   }
-  Rates dist;
+  if (argc == 3 && std::string(argv[1]) == "--cq-echo") {
+    return ServeCompletionQueueEcho(argv[2]);
+  }
+  auto fast = MeasureDistflowTasks(/*same_host=*/true);
+  auto slow = MeasureDistflowTasks(/*same_host=*/false);
+  for (const auto* measured : {&fast, &slow}) {
+    if (!measured->ok()) {
+      std::cerr << "error: " << measured->status() << "\n";
+      return 1;
+    }
+  }
+  Rates& dist = *fast;
   {
-    const std::string ps_address =
+    const std::string address =
         absl::StrCat("127.0.0.1:", bench::PickFreePort());
-    const std::string worker_address =
-        absl::StrCat("127.0.0.1:", bench::PickFreePort());
-    bench::Child ps({"/proc/self/exe", "--ps", ps_address, worker_address});
-    auto worker = df::GrpcServer::Create(
-        {{"ps", {ps_address}}, {"worker", {worker_address}}}, "worker", 0);
-    if (!worker.ok()) {
-      std::cerr << "error: " << worker.status() << "\n";
+    bench::Child echo({"/proc/self/exe", "--cq-echo", address});
+    auto bare = TimeInRounds(kSteps, {BareCall(address)});
+    if (!bare.ok()) {
+      std::cerr << "error: " << bare.status() << "\n";
       return 1;
     }
-    auto measured = MeasureDistflow((*worker)->target());
-    if (!measured.ok()) {
-      std::cerr << "error: " << measured.status() << "\n";
-      return 1;
-    }
-    dist = *measured;
+    dist.bare_cq_rpc = (*bare)[0].per_second;
+    dist.bare_cq_rpc_p50_us = (*bare)[0].p50_us;
   }
   auto torch = MeasureTorch();
   if (!torch.ok()) {
     std::cerr << "error: " << torch.status() << "\n";
     return 1;
   }
-  std::printf("%-26s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
+  std::printf("%-36s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
               "ratio");
-  std::printf("%-26s %12.1f %12.1f %8.2f\n", "pull+push 4 MiB", dist.pull_push,
-              torch->pull_push, dist.pull_push / torch->pull_push);
-  std::printf("%-26s %12.1f %12.1f %8.2f\n", "tiny (scalar += 1 on ps)",
-              dist.tiny, torch->tiny, dist.tiny / torch->tiny);
+  auto row = [&](const char* name, double mine, double peer) {
+    std::printf("%-36s %12.1f %12.1f %8.2f\n", name, mine, peer, mine / peer);
+  };
+  row("pull+push 4 MiB, same-host path", fast->pull_push, torch->pull_push);
+  row("pull+push 4 MiB, TCP path", slow->pull_push, torch->pull_push);
+  row("tiny (scalar += 1 on ps)", dist.tiny, torch->tiny);
+  std::printf("%-36s %12.1f %12s %8.2f  (tiny step / bare call)\n",
+              "bare gRPC call (floor)", dist.bare_rpc, "-",
+              dist.tiny / dist.bare_rpc);
+  std::printf("%-36s %12.1f %12s %8.2f  (tiny step / bare call)\n",
+              "bare gRPC call, CQ server", dist.bare_cq_rpc, "-",
+              dist.tiny / dist.bare_cq_rpc);
+  std::printf(
+      "median time of one call: tiny step %.1f us, bare call %.1f us (ratio "
+      "%.2f), bare call on a CQ server %.1f us\n",
+      dist.tiny_p50_us, dist.bare_rpc_p50_us,
+      dist.bare_rpc_p50_us / dist.tiny_p50_us, dist.bare_cq_rpc_p50_us);
   return 0;
 }

@@ -4,7 +4,9 @@
 //
 // distflow: a variable of the given size lives on a ps task (child process);
 // each step the worker (this process) slices one element of it, so the whole
-// tensor crosses tasks once per step, master round trips included.
+// tensor crosses tasks once per step, master round trips included. Measured
+// twice: by the same-host path (the worker copies the tensor out of the ps
+// process's memory) and with it turned off, over TCP, as between two hosts.
 // TCP: the child reads a length-prefixed message and answers one byte.
 #include <netinet/tcp.h>
 
@@ -148,43 +150,64 @@ double MeasureDistflow(const std::string& target, int64_t bytes) {
   return gbps;
 }
 
+df::ServerOptions TransportOptions(bool same_host) {
+  df::ServerOptions options;
+  options.same_host_transport = same_host;
+  return options;
+}
+
+// A ps task in a child process and a worker task in this one.
+struct TaskPair {
+  explicit TaskPair(bool same_host)
+      : ps_address(absl::StrCat("127.0.0.1:", bench::PickFreePort())),
+        worker_address(absl::StrCat("127.0.0.1:", bench::PickFreePort())),
+        ps({"/proc/self/exe", "--ps", ps_address, worker_address,
+            same_host ? "1" : "0"}),
+        worker(df::GrpcServer::Create(
+                   {{"ps", {ps_address}}, {"worker", {worker_address}}},
+                   "worker", 0, TransportOptions(same_host))
+                   .value()) {}
+  std::string ps_address;
+  std::string worker_address;
+  bench::Child ps;
+  std::unique_ptr<df::GrpcServer> worker;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--tcp_sink") {
     return TcpSink(std::stoi(argv[2]));
   }
-  if (argc == 4 && std::string(argv[1]) == "--ps") {
+  if (argc == 5 && std::string(argv[1]) == "--ps") {
     df::ClusterMap cluster = {{"ps", {argv[2]}}, {"worker", {argv[3]}}};
-    auto server = df::GrpcServer::Create(cluster, "ps", 0).value();
+    auto server =
+        df::GrpcServer::Create(cluster, "ps", 0,
+                               TransportOptions(std::string(argv[4]) == "1"))
+            .value();
     return server->Join().ok() ? 0 : 1;
   }
   const std::string self = "/proc/self/exe";
   const int tcp_port = bench::PickFreePort();
   bench::Child sink({self, "--tcp_sink", std::to_string(tcp_port)});
   const int fd = ConnectWithRetry(tcp_port);
-  const std::string ps_address =
-      absl::StrCat("127.0.0.1:", bench::PickFreePort());
-  const std::string worker_address =
-      absl::StrCat("127.0.0.1:", bench::PickFreePort());
-  bench::Child ps({self, "--ps", ps_address, worker_address});
-  auto worker =
-      df::GrpcServer::Create(
-          {{"ps", {ps_address}}, {"worker", {worker_address}}}, "worker", 0)
-          .value();
-  std::printf("%-10s %14s %14s %8s\n", "size", "distflow GB/s", "raw TCP GB/s",
-              "ratio");
+  TaskPair same_host(/*same_host=*/true);
+  TaskPair over_tcp(/*same_host=*/false);
+  std::printf("%-8s %14s %14s %13s %10s %9s\n", "size", "same-host GB/s",
+              "TCP path GB/s", "raw TCP GB/s", "same-host", "TCP path");
   for (int64_t bytes : {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
                         int64_t{512} << 20}) {
     const double tcp = MeasureTcp(fd, bytes);
-    const double dist = MeasureDistflow(worker->target(), bytes);
+    const double fast = MeasureDistflow(same_host.worker->target(), bytes);
+    const double slow = MeasureDistflow(over_tcp.worker->target(), bytes);
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
-    std::printf("%-10s %14.3f %14.3f %8.2f\n", label.c_str(), dist, tcp,
-                dist / tcp);
+    std::printf("%-8s %14.3f %14.3f %13.3f %10.2f %9.2f\n", label.c_str(), fast,
+                slow, tcp, fast / tcp, slow / tcp);
     std::fflush(stdout);
   }
+  std::printf("(the last two columns: distflow / raw TCP, same run)\n");
   close(fd);
   return 0;
 }

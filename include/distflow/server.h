@@ -27,6 +27,12 @@ struct ServerOptions {
   int64_t rpc_timeout_ms = 30'000;
   // Deadline of one step on one task, and of one tensor transfer.
   int64_t step_timeout_ms = 3'600'000;
+  // Large tensors between two tasks on this machine are copied straight from
+  // the sender's memory (process_vm_readv) instead of crossing TCP. Where the
+  // processes may not read each other (another host or pid namespace, a
+  // restrictive ptrace policy) the pair falls back to TCP by itself. The
+  // environment variable DISTFLOW_SAME_HOST_TRANSPORT=0 also turns it off.
+  bool same_host_transport = true;
 };
 
 // Thread-safe.

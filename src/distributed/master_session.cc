@@ -97,10 +97,12 @@ MasterSession::Register(std::unique_ptr<Graph> call_graph) {
     registration->partitions.push_back(
         {task, worker, response.graph_handle(), response.incarnation()});
   }
-  // The partition with the feeds and fetches (this task's) goes first.
+  // The partition with the feeds and fetches (this task's) goes last: a step
+  // runs it on the master's thread once the remote ones are under way (see
+  // RunPartitions).
   std::stable_partition(
       registration->partitions.begin(), registration->partitions.end(),
-      [this](const Partition& p) { return p.task == env_->task_name; });
+      [this](const Partition& p) { return p.task != env_->task_name; });
   return registration;
 }
 
@@ -227,24 +229,32 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
     call.request.set_num_fetches(num_fetches);
     if (p.task == env_->task_name) call.feeds = args;
   }
-  for (size_t i = 0; i < n; ++i) {
+  auto partition_done = [state, step_id, n](const absl::Status& s) {
+    bool start_abort = false;
+    {
+      absl::MutexLock lock(&state->mu);
+      if (!s.ok() && state->first_error.ok()) state->first_error = s;
+      if (!s.ok() && !state->aborting) {
+        state->aborting = true;
+        start_abort = true;
+        state->aborts_pending = n;
+      }
+      --state->pending;
+    }
+    if (start_abort) AbortAll(state, step_id, s);
+  };
+  // This thread would only wait for the step, so it runs the last partition
+  // itself (this task's if it has one, else a remote call whose reply it
+  // reads): a thread wake-up less per step, a large share of a small step.
+  for (size_t i = 0; i + 1 < n; ++i) {
     StepCalls::Call& call = state->calls[i];
-    call.worker->RunGraphWithTensorsAsync(
-        &call.request, std::move(call.feeds), &call.fetches,
-        [state, step_id, n](const absl::Status& s) {
-          bool start_abort = false;
-          {
-            absl::MutexLock lock(&state->mu);
-            if (!s.ok() && state->first_error.ok()) state->first_error = s;
-            if (!s.ok() && !state->aborting) {
-              state->aborting = true;
-              start_abort = true;
-              state->aborts_pending = n;
-            }
-            --state->pending;
-          }
-          if (start_abort) AbortAll(state, step_id, s);
-        });
+    call.worker->RunGraphWithTensorsAsync(&call.request, std::move(call.feeds),
+                                          &call.fetches, partition_done);
+  }
+  if (n > 0) {
+    StepCalls::Call& call = state->calls[n - 1];
+    partition_done(call.worker->RunGraphWithTensors(
+        &call.request, std::move(call.feeds), &call.fetches));
   }
   absl::Status first_error;
   {

@@ -47,6 +47,14 @@ class WorkerInterface {
                                         std::vector<Tensor> feeds,
                                         std::vector<Tensor>* fetches,
                                         StatusCallback done);
+  // As RunGraphWithTensorsAsync, but returns when the partition has run. For
+  // a caller that would only wait: the calling thread does the waiting work
+  // itself (a remote worker reads the reply on it; an in-process worker runs
+  // the partition's first ops on it), which saves the hand-over from another
+  // thread per step. The default calls RunGraphWithTensorsAsync and waits.
+  virtual absl::Status RunGraphWithTensors(
+      const proto::RunGraphRequest* request, std::vector<Tensor> feeds,
+      std::vector<Tensor>* fetches);
   virtual void AbortStepAsync(const proto::AbortStepRequest* request,
                               proto::AbortStepResponse* response,
                               StatusCallback done) = 0;
@@ -58,6 +66,16 @@ class WorkerInterface {
                              proto::ShutdownResponse* response,
                              StatusCallback done) = 0;
 };
+
+// For implementations that send feeds and fetches as TensorProto: adds
+// `feeds` to `request`, and decodes the response's first `num_fetches`
+// fetches into `fetches` (uninitialized where another partition makes the
+// fetch).
+void AddRunGraphFeeds(const std::vector<Tensor>& feeds,
+                      proto::RunGraphRequest* request);
+absl::Status DecodeRunGraphFetches(const proto::RunGraphResponse& response,
+                                   int num_fetches,
+                                   std::vector<Tensor>* fetches);
 
 // Task name ("/job:ps/replica:0/task:0") -> its worker.
 class WorkerCacheInterface {

@@ -1,5 +1,7 @@
 // Variable kernels: handle, read, assign, assign-add/sub, is-initialized.
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -184,6 +186,27 @@ class VarIsInitializedOp : public OpKernel {
   }
 };
 
+// Names the variables whose flag is false; the flags come from
+// VarIsInitializedOp nodes beside each variable.
+class ReportUninitializedVariablesOp : public OpKernel {
+ public:
+  explicit ReportUninitializedVariablesOp(OpKernelConstruction* ctx)
+      : OpKernel(ctx) {
+    ctx->SetStatus(ctx->GetAttr("var_names", &names_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    std::vector<std::string> missing;
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      if (!ctx->input(i).scalar<bool>()) missing.push_back(names_[i]);
+    }
+    ctx->set_output(0, Tensor::Vector<std::string>(missing));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  std::vector<std::string> names_;
+};
+
 }  // namespace
 
 void RegisterStateKernels(KernelRegistry* r) {
@@ -193,6 +216,8 @@ void RegisterStateKernels(KernelRegistry* r) {
   RegisterCpuKernel<AssignVariableOp<Update::kAdd>>(r, "AssignAddVariableOp");
   RegisterCpuKernel<AssignVariableOp<Update::kSub>>(r, "AssignSubVariableOp");
   RegisterCpuKernel<VarIsInitializedOp>(r, "VarIsInitializedOp");
+  RegisterCpuKernel<ReportUninitializedVariablesOp>(
+      r, "ReportUninitializedVariables");
 }
 
 }  // namespace distflow

@@ -232,5 +232,29 @@ TEST(StateKernelsTest, EachSessionHasItsOwnVariables) {
                                     Tensor::Scalar<int64_t>(0)));
 }
 
+// The ready op of a monitored session: it names exactly the variables still
+// without a value, in the order given, and nothing once all have one.
+TEST(StateKernelsTest, ReportUninitializedVariablesNamesTheMissingOnes) {
+  Scope s = Scope::NewRootScope();
+  ops::Variable a(s.WithOpName("a"), 1.0f);
+  ops::Variable b(s.WithOpName("b"), {1, 2});
+  ops::Variable c(s.WithOpName("c"), int64_t{3});
+  Output report = ops::ReportUninitializedVariables(s, {a, b, c});
+  Output none = ops::ReportUninitializedVariables(s, {});
+  auto session = OpenSession(s);
+  ASSERT_NE(session, nullptr);
+  auto names = [&] {
+    const Tensor names = Fetch(session.get(), report);
+    const auto flat = names.flat<std::string>();
+    return std::vector<std::string>(flat.begin(), flat.end());
+  };
+  EXPECT_EQ(names(), (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_TRUE(session->RunTargets({b.initializer()}).ok());
+  EXPECT_EQ(names(), (std::vector<std::string>{"a", "c"}));
+  ASSERT_TRUE(session->RunTargets({a.initializer(), c.initializer()}).ok());
+  EXPECT_EQ(names(), std::vector<std::string>{});
+  EXPECT_EQ(Fetch(session.get(), none).NumElements(), 0);
+}
+
 }  // namespace
 }  // namespace distflow

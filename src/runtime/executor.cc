@@ -240,6 +240,13 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     slot += node->num_inputs();
     item.initial_pending =
         node->num_inputs() + static_cast<int>(node->control_inputs().size());
+    for (int i = 0; i < node->num_outputs(); ++i) {
+      const PartialTensorShape& shape = node->output_shape(i);
+      if (!shape.IsFullyDefined() ||
+          shape.num_elements() > kSmallStepElements) {
+        executor->small_ = false;
+      }
+    }
     if (item.initial_pending == 0) executor->roots_.push_back(node->id());
   }
   executor->total_inputs_ = slot;
@@ -248,10 +255,15 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
 
 void Executor::RunAsync(const RunArgs& args,
                         std::function<void(absl::Status)> done) {
-  // Returns at once: the step starts on the runner. The state deletes itself
-  // when it finishes.
+  // A small step starts here rather than on the runner: for a parameter
+  // server's update of a scalar the hand-over to another thread cost more
+  // than the step itself. The state deletes itself when it finishes.
   auto* state = new StepState(this, args, std::move(done));
-  args.runner->Schedule([state] { state->Start(); });
+  if (small_) {
+    state->Start();
+  } else {
+    args.runner->Schedule([state] { state->Start(); });
+  }
 }
 
 absl::Status Executor::Run(const RunArgs& args) {

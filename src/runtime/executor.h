@@ -52,11 +52,20 @@ class Executor {
   // (prefixed with the node), after which no further node starts. CANCELLED if
   // `args.cancellation` fired.
   absl::Status Run(const RunArgs& args);
-  // As Run, but returns at once (the step starts on `args.runner`) and calls
-  // `done`, on some thread, when the step has finished.
+  // As Run, but calls `done`, on some thread, when the step has finished
+  // instead of waiting for it. A small graph (every output of a known shape
+  // of at most kSmallStepElements elements) starts on the calling thread, as
+  // in Run: its cheap ready nodes and the first expensive one run here before
+  // RunAsync returns, so a step without receives finishes, and calls `done`,
+  // before it returns. Other graphs start on `args.runner`, so that long
+  // kernels stay off the caller's thread (a gRPC thread, say). Further ready
+  // expensive nodes go to `args.runner`; nodes after a receive continue on the
+  // thread that delivers the tensor.
   void RunAsync(const RunArgs& args, std::function<void(absl::Status)> done);
 
   const Graph& graph() const { return *graph_; }
+
+  static constexpr int64_t kSmallStepElements = 4096;
 
  private:
   class StepState;
@@ -76,6 +85,8 @@ class Executor {
   std::vector<NodeItem> items_;  // by node id
   std::vector<int> roots_;
   int total_inputs_ = 0;
+  // Every output's shape is known and small (see RunAsync).
+  bool small_ = true;
 };
 
 }  // namespace distflow

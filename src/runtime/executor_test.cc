@@ -298,6 +298,53 @@ TEST_F(DirectExecutorTest, RunsACallGraph) {
   EXPECT_TRUE(out.Equals(Tensor::Vector<int32_t>({3, 6}))) << out;
 }
 
+// A small step (here one expensive node) runs and finishes on the thread that
+// starts it, with no hand-over to the pool: what keeps a parameter server's
+// scalar update at the cost of its network round trip.
+TEST_F(DirectExecutorTest, RunAsyncRunsASmallStepOnTheCallingThread) {
+  auto x = ops::Placeholder(root_.WithOpName("x"), DataType::kInt32, {2});
+  auto y = ops::Mul(root_.WithOpName("y"), x, 3);
+  auto executor = Make({{x.name()}, {y.name()}, {}});
+  ASSERT_TRUE(executor);
+  RunCallFrame frame({Tensor::Vector<int32_t>({1, 2})}, 1);
+  absl::Notification done;
+  absl::Status status = absl::UnknownError("done not called");
+  std::thread::id done_thread;
+  executor->RunAsync(Args(&frame), [&](absl::Status s) {
+    status = std::move(s);
+    done_thread = std::this_thread::get_id();
+    done.Notify();
+  });
+  const bool finished_before_return = done.HasBeenNotified();
+  done.WaitForNotification();  // the frame must outlive a step on the pool
+  EXPECT_TRUE(finished_before_return) << "the step went to another thread";
+  EXPECT_EQ(done_thread, std::this_thread::get_id());
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(frame.TakeRetvals()[0].Equals(Tensor::Vector<int32_t>({3, 6})));
+}
+
+// A large step starts on the pool: its kernels stay off the caller's thread.
+TEST_F(DirectExecutorTest, RunAsyncRunsALargeStepOnThePool) {
+  auto x = ops::Fill(root_.WithOpName("x"), Tensor::Vector<int32_t>({1 << 16}),
+                     1.0f);
+  auto y = ops::Mul(root_.WithOpName("y"), x, 3.0f);
+  auto executor = Make({{}, {y.name()}, {}});
+  ASSERT_TRUE(executor);
+  RunCallFrame frame({}, 1);
+  absl::Notification done;
+  absl::Status status = absl::UnknownError("done not called");
+  std::thread::id done_thread;
+  executor->RunAsync(Args(&frame), [&](absl::Status s) {
+    status = std::move(s);
+    done_thread = std::this_thread::get_id();
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_NE(done_thread, std::this_thread::get_id());
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(frame.TakeRetvals()[0].flat<float>()[(1 << 16) - 1], 3.0f);
+}
+
 TEST_F(DirectExecutorTest, BarrierOpsRunInParallelOnThePool) {
   TestOp(root_, kBarrierOp, "barrier_a");
   TestOp(root_, kBarrierOp, "barrier_b");

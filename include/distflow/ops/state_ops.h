@@ -72,6 +72,12 @@ Output AssignAdd(const Scope& scope, const Variable& var, const Input& delta);
 Output AssignSub(const Scope& scope, const Variable& var, const Input& delta);
 // A scalar bool: true once `var` has a value.
 Output IsVariableInitialized(const Scope& scope, const Variable& var);
+// A string vector: the names (var_name()) of the variables of `vars` that
+// are not initialized yet, in the order given; empty once all are. Each check
+// runs beside its variable, so this works for variables on ps tasks. The
+// monitored session's ready op.
+Output ReportUninitializedVariables(const Scope& scope,
+                                    const std::vector<Variable>& vars);
 // One op that runs every variable initializer created so far in the scope's
 // graph.
 Operation GlobalVariablesInitializer(const Scope& scope);

@@ -454,12 +454,13 @@ TEST(DistributedRuntimeTest, CancelledRunGraphAbortsTheStepOnTheTask) {
   ctx.TryCancel();
   ASSERT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(run_status.error_code(), grpc::StatusCode::CANCELLED);
-  // The ps has aborted the step: a late tensor for it is refused.
+  // The ps has aborted the step: a late tensor for it is refused. (Not the
+  // tensor the step waits for, which would end the step by itself.)
   absl::Status late;
   for (int attempt = 0; attempt < 50; ++attempt) {
     absl::Notification pushed;
     ps->worker()->PushTensorAsync(
-        kStep, MakeRendezvousKey(worker_device, ps_device, "never_sent:0"),
+        kStep, MakeRendezvousKey(worker_device, ps_device, "unrelated:0"),
         Tensor::Scalar<float>(1), [&](const absl::Status& s) {
           late = s;
           pushed.Notify();

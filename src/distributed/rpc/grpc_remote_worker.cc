@@ -8,7 +8,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "base/logging.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/same_host.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/worker.grpc.pb.h"
@@ -21,12 +23,13 @@ constexpr char kPushTensorMethod[] = "/distflow.proto.WorkerService/PushTensor";
 class GrpcRemoteWorker : public WorkerInterface {
  public:
   GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string task,
-                   std::string address, RpcDeadlines deadlines)
+                   std::string address, RpcDeadlines deadlines, bool same_host)
       : stub_(proto::WorkerService::NewStub(channel)),
         generic_(channel),
         task_(std::move(task)),
         address_(std::move(address)),
-        deadlines_(deadlines) {}
+        deadlines_(deadlines),
+        same_host_(same_host && !SameHostIdentity().empty()) {}
 
   void GetStatusAsync(const proto::GetStatusRequest* request,
                       proto::GetStatusResponse* response,
@@ -57,6 +60,27 @@ class GrpcRemoteWorker : public WorkerInterface {
     stub_->async()->RunGraph(ctx, request, response,
                              Finish(ctx, "RunGraph", std::move(done)));
   }
+  absl::Status RunGraphWithTensors(const proto::RunGraphRequest* request,
+                                   std::vector<Tensor> feeds,
+                                   std::vector<Tensor>* fetches) override {
+    // A blocking call: gRPC reads the reply on this thread, where the
+    // callback form would read it on one of its own and wake this one.
+    proto::RunGraphRequest with_feeds;
+    if (!feeds.empty()) {
+      with_feeds = *request;
+      AddRunGraphFeeds(feeds, &with_feeds);
+      request = &with_feeds;
+    }
+    proto::RunGraphResponse response;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(deadlines_.step_ms));
+    absl::Status s =
+        FromGrpcCallStatus(stub_->RunGraph(&ctx, *request, &response), task_,
+                           address_, "RunGraph");
+    if (!s.ok()) return s;
+    return DecodeRunGraphFetches(response, request->num_fetches(), fetches);
+  }
   void AbortStepAsync(const proto::AbortStepRequest* request,
                       proto::AbortStepResponse* response,
                       StatusCallback done) override {
@@ -65,8 +89,9 @@ class GrpcRemoteWorker : public WorkerInterface {
         StartTracked(deadlines_.control_ms, &id);
     stub_->async()->AbortStep(
         ctx.get(), request, response,
-        [this, ctx, id, done = std::move(done)](grpc::Status s) {
+        [this, ctx, id, done = std::move(done)](grpc::Status s) mutable {
           done(FromGrpcCallStatus(s, task_, address_, "AbortStep"));
+          ctx.reset();     // see PushOverConnection
           EndTracked(id);  // the last use of this object
         });
   }
@@ -80,6 +105,38 @@ class GrpcRemoteWorker : public WorkerInterface {
 
   void PushTensorAsync(int64_t step_id, const std::string& key,
                        const Tensor& value, StatusCallback done) override {
+    if (same_host_ && !same_host_refused_.load(std::memory_order_relaxed) &&
+        DataTypeSize(value.dtype()) != 0 &&
+        static_cast<int64_t>(value.TotalBytes()) >= kMinSameHostBytes) {
+      PushSameHost(step_id, key, value, std::move(done));
+    } else {
+      PushOverConnection(step_id, key, value, std::move(done));
+    }
+  }
+
+  // Pushes and aborts may still be in flight after the step that started
+  // them has ended (a send completes before the push is acknowledged), and
+  // their callbacks use this object: cancel them and wait for the callbacks.
+  ~GrpcRemoteWorker() override {
+    std::vector<std::shared_ptr<grpc::ClientContext>> calls;
+    {
+      absl::MutexLock lock(&tracked_mu_);
+      closing_ = true;
+      for (const auto& [id, ctx] : tracked_) calls.push_back(ctx);
+    }
+    for (const auto& ctx : calls) ctx->TryCancel();
+    calls.clear();
+    absl::MutexLock lock(&tracked_mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tracked_mu_) {
+      return tracked_.empty();
+    };
+    tracked_mu_.Await(absl::Condition(&idle));
+  }
+
+ private:
+  // Sends the tensor's bytes over the connection, in chunks.
+  void PushOverConnection(int64_t step_id, const std::string& key,
+                          const Tensor& value, StatusCallback done) {
     // Every chunk goes at once (they share the tensor's buffer); the push is
     // done when the last is acknowledged, with the first error if any.
     struct State {
@@ -123,31 +180,75 @@ class GrpcRemoteWorker : public WorkerInterface {
               }
               state->done(result);
             }
+            // The context goes here, not with the callback: gRPC destroys
+            // the callback while it tears the call down, and a context
+            // destroyed then releases the call a second time.
+            state->contexts[i].reset();
             EndTracked(state->ids[i]);  // the last use of this
           });
     }
   }
 
-  // Pushes and aborts may still be in flight after the step that started
-  // them has ended (a send completes before the push is acknowledged), and
-  // their callbacks use this object: cancel them and wait for the callbacks.
-  ~GrpcRemoteWorker() override {
-    std::vector<std::shared_ptr<grpc::ClientContext>> calls;
-    {
-      absl::MutexLock lock(&tracked_mu_);
-      closing_ = true;
-      for (const auto& [id, ctx] : tracked_) calls.push_back(ctx);
-    }
-    for (const auto& ctx : calls) ctx->TryCancel();
-    calls.clear();
-    absl::MutexLock lock(&tracked_mu_);
-    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(tracked_mu_) {
-      return tracked_.empty();
+  // Offers the tensor by the same-host path: the receiver copies it out of
+  // this process's memory, so the tensor stays referenced (and, being shared,
+  // unchanged: variables copy on write) until the call ends. A receiver that
+  // cannot read it says why; the tensor then goes over the connection, and so
+  // does every later one to that task.
+  void PushSameHost(int64_t step_id, const std::string& key,
+                    const Tensor& value, StatusCallback done) {
+    struct State {
+      grpc::ByteBuffer request;
+      grpc::ByteBuffer response;
+      Tensor pinned;
+      std::shared_ptr<grpc::ClientContext> context;
+      uint64_t id = 0;
+      StatusCallback done;
     };
-    tracked_mu_.Await(absl::Condition(&idle));
+    auto state = std::make_shared<State>();
+    state->request = EncodeSameHostPush(step_id, key, value);
+    state->pinned = value;
+    state->done = std::move(done);
+    state->context = StartTracked(deadlines_.step_ms, &state->id);
+    generic_.UnaryCall(
+        state->context.get(), kPushTensorMethod, grpc::StubOptions(),
+        &state->request, &state->response,
+        [this, state, step_id, key](grpc::Status s) {
+          proto::PushTensorResponse response;
+          if (s.ok() && !ParseResponse(state->response, &response)) {
+            s = grpc::Status(grpc::StatusCode::INTERNAL,
+                             "unreadable PushTensor response");
+          }
+          if (!s.ok()) {
+            state->done(FromGrpcCallStatus(s, task_, address_, "PushTensor"));
+          } else if (response.same_host_refused().empty()) {
+            state->done(absl::OkStatus());
+          } else {
+            if (!same_host_refused_.exchange(true)) {
+              DF_LOG(Warning) << "task " << task_ << " at " << address_
+                              << " cannot take tensors by the same-host path ("
+                              << response.same_host_refused()
+                              << "); pushing them over TCP from now on";
+            }
+            PushOverConnection(step_id, key, state->pinned,
+                               std::move(state->done));
+          }
+          state->pinned = Tensor();
+          state->context.reset();  // as in PushOverConnection
+          EndTracked(state->id);   // the last use of this
+        });
   }
 
- private:
+  static bool ParseResponse(const grpc::ByteBuffer& buffer,
+                            proto::PushTensorResponse* response) {
+    std::vector<grpc::Slice> slices;
+    if (!buffer.Dump(&slices).ok()) return false;
+    std::string bytes;
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    return response->ParseFromString(bytes);
+  }
+
   std::shared_ptr<grpc::ClientContext> StartTracked(int64_t deadline_ms,
                                                     uint64_t* id) {
     auto ctx = std::make_shared<grpc::ClientContext>();
@@ -183,6 +284,11 @@ class GrpcRemoteWorker : public WorkerInterface {
   const std::string task_;
   const std::string address_;
   const RpcDeadlines deadlines_;
+  // Whether to offer large tensors by the same-host path, and whether the
+  // peer refused it once (then never again: it is on another host, or reads
+  // between the processes are not permitted).
+  const bool same_host_;
+  std::atomic<bool> same_host_refused_{false};
   absl::Mutex tracked_mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<grpc::ClientContext>> tracked_
       ABSL_GUARDED_BY(tracked_mu_);
@@ -194,9 +300,9 @@ class GrpcRemoteWorker : public WorkerInterface {
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
     std::shared_ptr<grpc::Channel> channel, const std::string& task,
-    const std::string& address, const RpcDeadlines& deadlines) {
+    const std::string& address, const RpcDeadlines& deadlines, bool same_host) {
   return std::make_unique<GrpcRemoteWorker>(std::move(channel), task, address,
-                                            deadlines);
+                                            deadlines, same_host);
 }
 
 }  // namespace distflow

@@ -19,9 +19,12 @@ struct RpcDeadlines {
 };
 
 // `task` ("/job:ps/replica:0/task:0") and `address` name the peer in errors.
+// With `same_host`, large tensors are offered to the peer by the same-host
+// path (same_host.h), falling back to the connection for good if it refuses.
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
     std::shared_ptr<grpc::Channel> channel, const std::string& task,
-    const std::string& address, const RpcDeadlines& deadlines = {});
+    const std::string& address, const RpcDeadlines& deadlines = {},
+    bool same_host = true);
 
 }  // namespace distflow
 

@@ -10,6 +10,7 @@
 #include "distributed/rpc/grpc_master_service.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/grpc_worker_service.h"
+#include "distributed/rpc/same_host.h"
 #include "proto/worker.grpc.pb.h"
 
 namespace distflow {
@@ -86,8 +87,12 @@ absl::Status GrpcServer::Start() {
   RpcDeadlines deadlines;
   deadlines.control_ms = options_.rpc_timeout_ms;
   deadlines.step_ms = options_.step_timeout_ms;
-  worker_cache_ = std::make_unique<GrpcWorkerCache>(cluster(), task_name_,
-                                                    nullptr, deadlines);
+  // Tensors between tasks of this host skip TCP unless turned off (by the
+  // option, or by the environment for a whole job).
+  const bool same_host =
+      options_.same_host_transport && SameHostTransportAllowedByEnv();
+  worker_cache_ = std::make_unique<GrpcWorkerCache>(
+      cluster(), task_name_, nullptr, deadlines, same_host);
   WorkerEnv worker_env;
   worker_env.task_name = task_name_;
   worker_env.worker_cache = worker_cache_.get();
@@ -111,7 +116,7 @@ absl::Status GrpcServer::Start() {
   master_env.worker_cache = worker_cache_.get();
   master_ = std::make_shared<Master>(std::move(master_env));
 
-  worker_service_ = NewGrpcWorkerService(worker_.get());
+  worker_service_ = NewGrpcWorkerService(worker_.get(), same_host);
   master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);
 
   // Listen on every interface unless the cluster names a loopback address

@@ -16,10 +16,11 @@ std::string TaskName(const std::string& job, int task_index) {
 
 GrpcWorkerCache::GrpcWorkerCache(ClusterMap cluster, std::string local_task,
                                  WorkerInterface* local_worker,
-                                 RpcDeadlines deadlines)
+                                 RpcDeadlines deadlines, bool same_host)
     : local_task_(std::move(local_task)),
       local_worker_(local_worker),
       deadlines_(deadlines),
+      same_host_(same_host),
       cluster_(std::move(cluster)) {}
 
 std::string GrpcWorkerCache::AddressOf(const std::string& task) {
@@ -50,8 +51,8 @@ absl::StatusOr<WorkerInterface*> GrpcWorkerCache::GetWorker(
   }
   auto it = workers_.find(task);
   if (it != workers_.end()) return it->second.get();
-  auto worker =
-      NewGrpcRemoteWorker(NewChannel(address), task, address, deadlines_);
+  auto worker = NewGrpcRemoteWorker(NewChannel(address), task, address,
+                                    deadlines_, same_host_);
   WorkerInterface* raw = worker.get();
   workers_.emplace(task, std::move(worker));
   return raw;

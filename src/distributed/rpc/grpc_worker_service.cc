@@ -46,9 +46,10 @@ class RunGraphReactor : public grpc::ServerUnaryReactor {
 
 class GrpcWorkerService : public Base {
  public:
-  explicit GrpcWorkerService(Worker* worker)
+  GrpcWorkerService(Worker* worker, bool same_host_reads)
       : worker_(worker),
-        assembler_(RecvBufferPool::Create(kMaxIdleRecvBytes)) {}
+        assembler_(RecvBufferPool::Create(kMaxIdleRecvBytes), same_host_reads) {
+  }
 
   grpc::ServerUnaryReactor* GetStatus(
       grpc::CallbackServerContext* ctx, const proto::GetStatusRequest* request,
@@ -70,7 +71,11 @@ class GrpcWorkerService : public Base {
   grpc::ServerUnaryReactor* RunGraph(
       grpc::CallbackServerContext* ctx, const proto::RunGraphRequest* request,
       proto::RunGraphResponse* response) override {
-    return Forward(ctx, request, response, &Worker::RunGraphAsync);
+    auto* reactor = new RunGraphReactor(worker_, request->step_id());
+    // A small partition runs to its end here, on gRPC's thread, and answers
+    // before this returns (which gRPC allows); a larger one answers later.
+    worker_->RunGraphAsync(request, response, Finisher(reactor));
+    return reactor;
   }
   grpc::ServerUnaryReactor* AbortStep(
       grpc::CallbackServerContext* ctx, const proto::AbortStepRequest* request,
@@ -90,6 +95,12 @@ class GrpcWorkerService : public Base {
     auto pushed = assembler_.Add(*request);
     if (!pushed.ok()) {
       reactor->Finish(ToGrpcStatus(pushed.status()));
+    } else if (!pushed->same_host_refused.empty()) {
+      proto::PushTensorResponse refused;
+      refused.set_same_host_refused(pushed->same_host_refused);
+      grpc::Slice bytes(refused.SerializeAsString());
+      *response = grpc::ByteBuffer(&bytes, 1);
+      reactor->Finish(grpc::Status::OK);
     } else if (!pushed->value.IsInitialized()) {
       reactor->Finish(grpc::Status::OK);  // more chunks to come
     } else {
@@ -128,8 +139,9 @@ class GrpcWorkerService : public Base {
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewGrpcWorkerService(Worker* worker) {
-  return std::make_unique<GrpcWorkerService>(worker);
+std::unique_ptr<grpc::Service> NewGrpcWorkerService(Worker* worker,
+                                                    bool same_host_reads) {
+  return std::make_unique<GrpcWorkerService>(worker, same_host_reads);
 }
 
 }  // namespace distflow

@@ -10,8 +10,11 @@
 
 namespace distflow {
 
-// `worker` is not owned and outlives the service.
-std::unique_ptr<grpc::Service> NewGrpcWorkerService(Worker* worker);
+// `worker` is not owned and outlives the service. Tensors pushed by the
+// same-host path are read from their sender only if `same_host_reads` is set
+// (else the sender is told to push the bytes).
+std::unique_ptr<grpc::Service> NewGrpcWorkerService(
+    Worker* worker, bool same_host_reads = true);
 
 }  // namespace distflow
 

@@ -1,11 +1,14 @@
 #include "distributed/rpc/tensor_wire.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "core/tensor_coding.h"
+#include "distributed/rpc/same_host.h"
 
 namespace distflow {
 namespace {
@@ -40,17 +43,23 @@ void CopyOut(const std::vector<grpc::Slice>& slices, size_t skip, size_t n,
   }
 }
 
+proto::PushTensorHeader HeaderFor(int64_t step_id, const std::string& key,
+                                  const Tensor& value) {
+  proto::PushTensorHeader header;
+  header.set_step_id(step_id);
+  header.set_key(key);
+  header.set_dtype(DataTypeToProto(value.dtype()));
+  ShapeToProto(value.shape(), header.mutable_shape());
+  return header;
+}
+
 }  // namespace
 
 std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
                                                const std::string& key,
                                                const Tensor& value,
                                                int64_t chunk_bytes) {
-  proto::PushTensorHeader header;
-  header.set_step_id(step_id);
-  header.set_key(key);
-  header.set_dtype(DataTypeToProto(value.dtype()));
-  ShapeToProto(value.shape(), header.mutable_shape());
+  proto::PushTensorHeader header = HeaderFor(step_id, key, value);
   std::vector<grpc::ByteBuffer> messages;
   if (DataTypeSize(value.dtype()) == 0) {
     TensorToProto(value, header.mutable_small_tensor());
@@ -76,6 +85,18 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
     offset += n;
   } while (offset < total);
   return messages;
+}
+
+grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
+                                    const Tensor& value) {
+  proto::PushTensorHeader header = HeaderFor(step_id, key, value);
+  header.set_total_bytes(static_cast<int64_t>(value.TotalBytes()));
+  proto::SameHostTensor* where = header.mutable_same_host();
+  where->set_host_id(SameHostIdentity());
+  where->set_pid(getpid());
+  where->set_address(reinterpret_cast<uint64_t>(value.raw_data()));
+  grpc::Slice slice = HeaderSlice(header);
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
@@ -120,6 +141,10 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
                      " bytes at offset ", header.offset(), " do not fit a ",
                      DataTypeName(dtype), shape.DebugString(), " tensor"));
   }
+  if (header.has_same_host()) {
+    ReadFromSender(header, dtype, shape, &out);
+    return out;
+  }
   if (data_len == total) {
     // The whole tensor in one message: one copy, from gRPC's slices straight
     // into the (aligned) tensor buffer.
@@ -150,6 +175,30 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     partial_.erase(it);
   }
   return out;
+}
+
+void PushAssembler::ReadFromSender(const proto::PushTensorHeader& header,
+                                   DataType dtype, const TensorShape& shape,
+                                   Complete* out) {
+  const proto::SameHostTensor& where = header.same_host();
+  if (!same_host_reads_) {
+    out->same_host_refused = "the same-host path is off on the receiving task";
+    return;
+  }
+  if (SameHostIdentity().empty() || where.host_id() != SameHostIdentity()) {
+    out->same_host_refused = absl::StrCat(
+        "the sender runs on another host or in another pid namespace (",
+        where.host_id(), " vs ", SameHostIdentity(), ")");
+    return;
+  }
+  Tensor value = NewTensor(dtype, shape);
+  absl::Status read = ReadProcessMemory(where.pid(), where.address(),
+                                        value.TotalBytes(), value.raw_data());
+  if (!read.ok()) {
+    out->same_host_refused = std::string(read.message());
+    return;
+  }
+  out->value = std::move(value);
 }
 
 Tensor PushAssembler::NewTensor(DataType dtype, const TensorShape& shape) {

@@ -8,6 +8,10 @@
 // A tensor of more than `chunk_bytes` goes as several messages, each holding
 // the bytes [offset, offset + length) of the tensor; the receiver assembles
 // them (PushAssembler).
+//
+// On one host a large tensor can go as one header-only message instead, whose
+// `same_host` field says where the bytes lie in the sender; the receiver
+// copies them out of the sender's memory (same_host.h).
 #ifndef DISTFLOW_DISTRIBUTED_RPC_TENSOR_WIRE_H_
 #define DISTFLOW_DISTRIBUTED_RPC_TENSOR_WIRE_H_
 
@@ -38,18 +42,28 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(
     int64_t step_id, const std::string& key, const Tensor& value,
     int64_t chunk_bytes = kDefaultPushChunkBytes);
 
+// The one message that offers `value` by the same-host path. The caller keeps
+// `value` alive and unchanged until the PushTensor call ends.
+grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
+                                    const Tensor& value);
+
 // Reassembles pushed tensors. Thread-safe.
 class PushAssembler {
  public:
   // Receive buffers of large tensors are reused from `pool` (see
   // recv_buffer_pool.h); without one every tensor gets a fresh buffer.
-  explicit PushAssembler(std::shared_ptr<RecvBufferPool> pool = nullptr)
-      : pool_(std::move(pool)) {}
+  // Same-host pushes are read only if `same_host_reads` is set.
+  explicit PushAssembler(std::shared_ptr<RecvBufferPool> pool = nullptr,
+                         bool same_host_reads = true)
+      : pool_(std::move(pool)), same_host_reads_(same_host_reads) {}
 
   struct Complete {
     int64_t step_id = 0;
     std::string key;
     Tensor value;
+    // Why a same-host push could not be read (value uninitialized): the
+    // sender should push the bytes instead.
+    std::string same_host_refused;
   };
   // Decodes one message. Returns the finished tensor once its last bytes
   // have arrived, nullopt-like (value uninitialized) before that.
@@ -64,8 +78,12 @@ class PushAssembler {
     int64_t received = 0;
   };
   Tensor NewTensor(DataType dtype, const TensorShape& shape);
+  // Copies a same-host push's bytes out of the sender.
+  void ReadFromSender(const proto::PushTensorHeader& header, DataType dtype,
+                      const TensorShape& shape, Complete* out);
 
   const std::shared_ptr<RecvBufferPool> pool_;
+  const bool same_host_reads_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::pair<int64_t, std::string>, Partial> partial_
       ABSL_GUARDED_BY(mu_);

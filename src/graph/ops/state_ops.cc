@@ -30,6 +30,20 @@ absl::Status VariableValueShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// A vector of unknown length, after checking that there is one name per
+// flag.
+absl::Status ReportedNamesShape(InferenceContext* c) {
+  std::vector<std::string> names;
+  DF_RETURN_IF_ERROR(c->GetAttr("var_names", &names));
+  if (static_cast<int>(names.size()) != c->num_inputs()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("var_names has ", names.size(), " names for ",
+                     c->num_inputs(), " is_initialized inputs"));
+  }
+  c->set_output(0, PartialTensorShape({-1}));
+  return absl::OkStatus();
+}
+
 Output UpdateVariable(const Scope& scope, const char* op,
                       const ops::Variable& var, const Input& value) {
   if (!var.handle().valid()) {
@@ -88,6 +102,15 @@ void RegisterStateOps(OpRegistry* r) {
                .Output("is_initialized", DataType::kBool)
                .Stateful()
                .SetShapeFn(shape_fns::Scalar));
+  AddOp(r, OpDefBuilder("ReportUninitializedVariables")
+               .InputList("is_initialized", "T", "N")
+               .Output("uninitialized", DataType::kString)
+               .TypeAttr("T", {DataType::kBool})
+               .IntAttr("N", 1)
+               .Attr("var_names", AttrType::kStringList)
+               .Summary("The names (from var_names) of the variables whose "
+                        "is_initialized input is false.")
+               .SetShapeFn(ReportedNamesShape));
 }
 
 namespace ops {
@@ -211,6 +234,28 @@ Output IsVariableInitialized(const Scope& scope, const Variable& var) {
   return NodeBuilder(scope.ColocateWith(var.handle().op()),
                      "VarIsInitializedOp", "IsVariableInitialized")
       .Input(var.handle())
+      .Finalize()
+      .output(0);
+}
+
+Output ReportUninitializedVariables(const Scope& scope,
+                                    const std::vector<Variable>& vars) {
+  if (vars.empty()) {
+    return ops::Const(scope.WithOpName("report_uninitialized_variables"),
+                      Tensor(DataType::kString, TensorShape({0})));
+  }
+  // Each flag is computed beside its variable (on its ps task); only the
+  // flags travel to the op that names the missing ones.
+  std::vector<Output> flags;
+  std::vector<std::string> names;
+  for (const Variable& var : vars) {
+    flags.push_back(IsVariableInitialized(scope, var));
+    names.push_back(var.var_name());
+  }
+  return NodeBuilder(scope, "ReportUninitializedVariables",
+                     "report_uninitialized_variables")
+      .Input(flags)
+      .Attr("var_names", names)
       .Finalize()
       .output(0);
 }

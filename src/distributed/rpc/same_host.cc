@@ -1,0 +1,71 @@
+#include "distributed/rpc/same_host.h"
+
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace distflow {
+namespace {
+
+// One system call copies at most this much, so that a huge tensor is read in
+// steps that each pin a bounded number of the sender's pages.
+constexpr size_t kMaxBytesPerRead = size_t{64} << 20;
+
+std::string ComputeIdentity() {
+  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!std::getline(boot_id, id)) return "";
+  id = std::string(absl::StripAsciiWhitespace(id));
+  struct stat pid_ns;
+  if (id.empty() || stat("/proc/self/ns/pid", &pid_ns) != 0) return "";
+  return absl::StrCat(id, "/pidns:", pid_ns.st_dev, ":", pid_ns.st_ino);
+}
+
+}  // namespace
+
+bool SameHostTransportAllowedByEnv() {
+  const char* value = std::getenv("DISTFLOW_SAME_HOST_TRANSPORT");
+  return value == nullptr || std::string(value) != "0";
+}
+
+const std::string& SameHostIdentity() {
+  static const std::string* const identity = new std::string(ComputeIdentity());
+  return *identity;
+}
+
+absl::Status ReadProcessMemory(int64_t pid, uint64_t address, size_t length,
+                               void* out) {
+  char* dst = static_cast<char*>(out);
+  size_t done = 0;
+  while (done < length) {
+    const size_t n = std::min(kMaxBytesPerRead, length - done);
+    iovec local{dst + done, n};
+    iovec remote{reinterpret_cast<void*>(address + done), n};
+    const ssize_t got =
+        process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int error = got < 0 ? errno : EFAULT;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot read ", length, " bytes from process ", pid,
+          " (process_vm_readv at byte ", done, ": ", std::strerror(error), ")",
+          error == EPERM ? "; ptrace access between the processes is "
+                           "not permitted (kernel.yama.ptrace_scope or "
+                           "seccomp)"
+                         : ""));
+    }
+    done += static_cast<size_t>(got);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace distflow

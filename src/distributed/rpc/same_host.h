@@ -1,0 +1,39 @@
+// The same-host path for pushed tensors: when the producing and the consuming
+// task run on one machine, the consumer copies a tensor's bytes straight out
+// of the producer's memory with process_vm_readv(2) instead of receiving them
+// over TCP. This file holds what that needs from the operating system; the
+// protocol is in tensor_wire.h and grpc_remote_worker.cc.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_SAME_HOST_H_
+#define DISTFLOW_DISTRIBUTED_RPC_SAME_HOST_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace distflow {
+
+// Tensors smaller than this travel inline: below it a copy through the
+// connection costs less than the system call and its page pinning.
+inline constexpr int64_t kMinSameHostBytes = int64_t{64} << 10;
+
+// False when the environment variable DISTFLOW_SAME_HOST_TRANSPORT is "0"
+// (forces the TCP path, for example to measure it or to test it).
+bool SameHostTransportAllowedByEnv();
+
+// This process's host and pid namespace, "<boot id>/pidns:<inode>": two
+// processes with the same identity can name each other by pid. Empty when
+// /proc does not tell (the same-host path is then never used).
+const std::string& SameHostIdentity();
+
+// Copies `length` bytes at `address` in process `pid` (on this host) into
+// `out`. FAILED_PRECONDITION naming the pid and the system's reason when the
+// read is not possible (EPERM under a restrictive ptrace policy or seccomp,
+// ESRCH for a pid of another namespace, EFAULT for an unmapped address).
+absl::Status ReadProcessMemory(int64_t pid, uint64_t address, size_t length,
+                               void* out);
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_SAME_HOST_H_

@@ -1,0 +1,178 @@
+// The same-host path's pieces: reading another process's memory, the host
+// identity, and the PushTensor messages that offer a tensor by address.
+#include "distributed/rpc/same_host.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "distributed/rpc/tensor_wire.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace distflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A forked child changes its copy of a buffer; the parent reads the child's
+// bytes at the same address (fork keeps the layout).
+TEST(SameHostTest, ReadsAnotherProcesssMemory) {
+  std::vector<char> buffer(3 << 20, 'p');
+  int ready[2], finish[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(finish), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::memset(buffer.data(), 'c', buffer.size());
+    buffer.back() = 'z';
+    close(finish[1]);  // so that the parent's close ends the read below
+    char byte = 1;
+    (void)!write(ready[1], &byte, 1);
+    (void)!read(finish[0], &byte, 1);  // until the parent is done
+    _exit(0);
+  }
+  char byte;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  std::vector<char> out(buffer.size(), 0);
+  absl::Status s = ReadProcessMemory(
+      child, reinterpret_cast<uint64_t>(buffer.data()), out.size(), out.data());
+  close(finish[1]);
+  waitpid(child, nullptr, 0);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out.front(), 'c');
+  EXPECT_EQ(out[out.size() / 2], 'c');
+  EXPECT_EQ(out.back(), 'z');
+  EXPECT_EQ(buffer.front(), 'p');  // the parent's own copy is untouched
+  for (int fd : {ready[0], ready[1], finish[0]}) close(fd);
+}
+
+TEST(SameHostTest, UnreadableMemoryIsFailedPreconditionNamingTheProcess) {
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  char out[16];
+  absl::Status s = ReadProcessMemory(gone, 4096, sizeof(out), out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("process ", gone)));
+  // An address the process has not mapped.
+  s = ReadProcessMemory(getpid(), 8, sizeof(out), out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("Bad address"));
+}
+
+TEST(SameHostTest, IdentityNamesTheBootAndThePidNamespace) {
+  const std::string& id = SameHostIdentity();
+  EXPECT_THAT(id, HasSubstr("/pidns:"));
+  EXPECT_GT(id.size(), 36u);  // a boot id is a 36-character UUID
+}
+
+TEST(SameHostTest, EnvironmentVariableZeroTurnsThePathOff) {
+  const char* saved = std::getenv("DISTFLOW_SAME_HOST_TRANSPORT");
+  const std::string before = saved != nullptr ? saved : "";
+  unsetenv("DISTFLOW_SAME_HOST_TRANSPORT");
+  EXPECT_TRUE(SameHostTransportAllowedByEnv());
+  setenv("DISTFLOW_SAME_HOST_TRANSPORT", "0", 1);
+  EXPECT_FALSE(SameHostTransportAllowedByEnv());
+  setenv("DISTFLOW_SAME_HOST_TRANSPORT", "1", 1);
+  EXPECT_TRUE(SameHostTransportAllowedByEnv());
+  if (saved != nullptr) {
+    setenv("DISTFLOW_SAME_HOST_TRANSPORT", before.c_str(), 1);
+  } else {
+    unsetenv("DISTFLOW_SAME_HOST_TRANSPORT");
+  }
+}
+
+Tensor Ramp(int32_t n) {
+  std::vector<int32_t> values(n);
+  for (int32_t i = 0; i < n; ++i) values[i] = i * 3 + 1;
+  return Tensor::Vector<int32_t>(values);
+}
+
+// The offer carries no bytes; the receiver's tensor is its own copy.
+TEST(SameHostTest, OfferedTensorIsCopiedOutOfTheSender) {
+  Tensor value = Ramp(100'000);
+  grpc::ByteBuffer message = EncodeSameHostPush(7, "a;b;v:0", value);
+  EXPECT_LT(message.Length(), 1000u);
+  PushAssembler assembler(RecvBufferPool::Create(size_t{64} << 20));
+  auto out = assembler.Add(message);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->same_host_refused, "");
+  EXPECT_EQ(out->step_id, 7);
+  EXPECT_EQ(out->key, "a;b;v:0");
+  ASSERT_TRUE(out->value.IsInitialized());
+  EXPECT_TRUE(out->value.Equals(value));
+  EXPECT_NE(out->value.raw_data(), value.raw_data());
+}
+
+TEST(SameHostTest, ReceiverWithThePathOffRefusesTheOffer) {
+  Tensor value = Ramp(100'000);
+  PushAssembler assembler(nullptr, /*same_host_reads=*/false);
+  auto out = assembler.Add(EncodeSameHostPush(7, "k", value));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->value.IsInitialized());
+  EXPECT_THAT(out->same_host_refused, HasSubstr("off on the receiving task"));
+}
+
+// A message as the wire carries it: length-prefixed header, no bytes.
+grpc::ByteBuffer Framed(const proto::PushTensorHeader& header) {
+  const std::string bytes = header.SerializeAsString();
+  std::string framed(4, '\0');
+  for (int i = 0; i < 4; ++i)
+    framed[i] = static_cast<char>(bytes.size() >> (8 * i));
+  framed += bytes;
+  grpc::Slice slice(framed);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+proto::PushTensorHeader Offer(const Tensor& value) {
+  proto::PushTensorHeader header;
+  header.set_step_id(1);
+  header.set_key("k");
+  header.set_dtype(proto::DT_INT32);
+  header.mutable_shape()->add_dim(value.NumElements());
+  header.set_total_bytes(static_cast<int64_t>(value.TotalBytes()));
+  header.mutable_same_host()->set_host_id(SameHostIdentity());
+  header.mutable_same_host()->set_pid(getpid());
+  header.mutable_same_host()->set_address(
+      reinterpret_cast<uint64_t>(value.raw_data()));
+  return header;
+}
+
+TEST(SameHostTest, OfferFromAnotherHostOrAnUnreadableSenderIsRefused) {
+  Tensor value = Ramp(100'000);
+  PushAssembler assembler;
+  proto::PushTensorHeader header = Offer(value);
+  header.mutable_same_host()->set_host_id("another-boot/pidns:1:2");
+  auto out = assembler.Add(Framed(header));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->same_host_refused, HasSubstr("another host"));
+
+  header = Offer(value);
+  header.mutable_same_host()->set_address(8);  // nothing mapped there
+  out = assembler.Add(Framed(header));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->value.IsInitialized());
+  EXPECT_THAT(out->same_host_refused,
+              HasSubstr(absl::StrCat("process ", getpid())));
+}
+
+TEST(SameHostTest, OfferWhoseSizeDisagreesWithItsShapeIsInvalidArgument) {
+  Tensor value = Ramp(100'000);
+  proto::PushTensorHeader header = Offer(value);
+  header.set_total_bytes(header.total_bytes() * 2);
+  PushAssembler assembler;
+  auto out = assembler.Add(Framed(header));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("'k'"));
+}
+
+}  // namespace
+}  // namespace distflow
