@@ -114,7 +114,7 @@ TEST(FashionMnistDistributedTest, ResumesFromTheLatestCheckpoint) {
     return chief->Output();
   };
   const std::string first = run(100);
-  EXPECT_THAT(first, HasSubstr("saved checkpoint"));
+  EXPECT_THAT(first, HasSubstr("Saved checkpoint"));
   EXPECT_THAT(first, ::testing::Not(HasSubstr("restored")));
   const std::string second = run(150);
   EXPECT_THAT(second, HasSubstr("restored"));

@@ -57,13 +57,11 @@ absl::StatusOr<Replica> ReplicaOf(const df::TaskConfig& task) {
 // setter, and the ops that start and end the job.
 struct ReplicaGraph {
   Model model;
-  df::ops::Variable workers_done;       // replicas that have stopped training
-  df::Output mark_done;                 // adds this replica to workers_done
-  std::vector<df::Output> initialized;  // one bool per variable
-  df::Operation init;
+  df::ops::Variable workers_done;  // replicas that have stopped training
+  df::Output mark_done;            // adds this replica to workers_done
   // Saves and restores the model and the optimizer's state (not
   // workers_done, which belongs to one run of the job).
-  std::unique_ptr<df::train::Saver> saver;
+  std::shared_ptr<df::train::Saver> saver;
 };
 
 absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
@@ -82,41 +80,8 @@ absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
                                      df::Tensor::Scalar<int64_t>(0),
                                      df::ops::VariableOptions{false});
   g.mark_done = df::ops::AssignAdd(s, g.workers_done, int64_t{1});
-  for (const df::ops::Variable& var : df::ops::GlobalVariables(root)) {
-    g.initialized.push_back(df::ops::IsVariableInitialized(s, var));
-  }
-  // After every variable exists, so that it initializes all of them (the
-  // model's own init predates workers_done).
-  g.init = df::ops::GlobalVariablesInitializer(root);
   if (!root.ok()) return root.status();
   return g;
-}
-
-// Waits until every variable has a value: the chief initializes them, the
-// other replicas must not train before it has.
-absl::Status WaitUntilInitialized(df::ClientSession* session,
-                                  const ReplicaGraph& g) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(kStartupSeconds);
-  while (true) {
-    auto out = session->Run(g.initialized);
-    if (out.ok()) {
-      bool all = true;
-      for (const df::Tensor& t : *out) all = all && t.scalar<bool>();
-      if (all) return absl::OkStatus();
-    } else if (!absl::IsUnavailable(out.status())) {
-      return out.status();
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "the model's variables were not initialized within ", kStartupSeconds,
-          " s: is the chief task running and are the ps tasks reachable? "
-          "(last: ",
-          out.ok() ? "some variables uninitialized" : out.status().ToString(),
-          ")"));
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
 }
 
 // True once each time the global step passes a multiple of `period` (never
@@ -139,28 +104,13 @@ class EveryNSteps {
   int64_t next_ = -1;
 };
 
-// What the chief does besides training.
-struct ChiefWork {
-  const df::data::LabeledImages* test = nullptr;
-  df::train::Saver* saver = nullptr;  // null without --checkpoint_dir
-  std::string checkpoint_dir;
-};
-
-absl::Status SaveCheckpoint(df::ClientSession* session, const ChiefWork& chief,
-                            int64_t global_step) {
-  if (chief.saver == nullptr) return absl::OkStatus();
-  auto prefix = chief.saver->Save(session, chief.checkpoint_dir, global_step);
-  if (!prefix.ok()) return prefix.status();
-  std::fprintf(stderr, "saved checkpoint %s\n", prefix->c_str());
-  return absl::OkStatus();
-}
-
-// Trains until the global step reaches the target; returns the local steps
-// and the last global step read.
+// Trains until the stop hook ends the session at the last global step;
+// returns the local steps and the last global step read. The chief validates
+// on `test` through the plain session `control` (no hooks, no step counted).
 absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
-    df::ClientSession* session, const ReplicaGraph& g, const Replica& replica,
-    const Flags& flags, const df::data::LabeledImages& train,
-    const ChiefWork* chief) {
+    df::train::MonitoredTrainingSession* session, df::ClientSession* control,
+    const ReplicaGraph& g, const Replica& replica, const Flags& flags,
+    const df::data::LabeledImages& train, const df::data::LabeledImages* test) {
   const Model& m = g.model;
   const int64_t shard_size = train.images.dim_size(0) / replica.count;
   // Every replica trains on its own shard; the seed makes the shuffles differ
@@ -179,9 +129,8 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
   const df::Tensor dropout = df::Tensor::Scalar(flags.model.dropout_rate);
   int64_t local_steps = 0, global_step = 0;
   EveryNSteps validation(flags.steps_to_validate);
-  EveryNSteps checkpoint(flags.save_checkpoint_steps);
   auto last_log = std::chrono::steady_clock::now();
-  while (global_step < last_step) {
+  while (!session->ShouldStop()) {
     auto batch = (*it)->GetNext();
     if (!batch.ok()) return batch.status();
     auto out = session->Run({{m.images, (**batch)[0]},
@@ -203,20 +152,19 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
                    flags.log_every * flags.batch_size / secs);
       last_log = now;
     }
-    if (chief == nullptr || global_step >= last_step) continue;
+    if (test == nullptr || global_step >= last_step) continue;
     if (validation.Due(global_step)) {
-      auto accuracy = Evaluate(session, m, *chief->test);
+      auto accuracy = Evaluate(control, m, *test);
       if (!accuracy.ok()) return accuracy.status();
       std::printf("global_step=%lld validation_accuracy=%.4f\n",
                   static_cast<long long>(global_step), *accuracy);
       std::fflush(stdout);
     }
-    if (checkpoint.Due(global_step)) {
-      if (auto s = SaveCheckpoint(session, *chief, global_step); !s.ok()) {
-        return s;
-      }
-    }
   }
+  // The step read with the last training step may predate its update.
+  auto last = control->Run({m.global_step});
+  if (!last.ok()) return last.status();
+  global_step = (*last)[0].scalar<int64_t>();
   std::printf("%s: local_steps=%lld, stopped at global_step=%lld\n",
               replica.name.c_str(), static_cast<long long>(local_steps),
               static_cast<long long>(global_step));
@@ -251,30 +199,6 @@ absl::Status StopPsTasks(df::ClientSession* session, const ReplicaGraph& g,
   return absl::OkStatus();
 }
 
-// The chief's start: restores the latest checkpoint of --checkpoint_dir if
-// there is one, else initializes every variable. Waits for the ps tasks to
-// come up.
-absl::Status InitializeOrRestore(df::ClientSession* session,
-                                 const ReplicaGraph& g,
-                                 const ChiefWork& chief) {
-  const bool restore = chief.saver != nullptr &&
-                       df::train::LatestCheckpoint(chief.checkpoint_dir).ok();
-  // workers_done is not in checkpoints: it starts at 0 either way.
-  absl::Status s = examples::RetryWhileUnavailable(
-      [&] {
-        return session->RunTargets(
-            {restore ? g.workers_done.initializer() : g.init});
-      },
-      kStartupSeconds);
-  if (!s.ok() || !restore) return s;
-  auto restored = chief.saver->RestoreLatest(session, chief.checkpoint_dir);
-  if (!restored.ok()) return restored.status();
-  std::fprintf(stderr, "restored %s at global step %lld\n",
-               restored->prefix.c_str(),
-               static_cast<long long>(restored->global_step));
-  return absl::OkStatus();
-}
-
 absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
                         const Flags& flags, const std::string& target) {
   auto train =
@@ -291,43 +215,50 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
   df::Scope root = df::Scope::NewRootScope();
   auto graph = BuildReplicaGraph(root, task, flags);
   if (!graph.ok()) return graph.status();
+  // A plain session for what must not count as a training step or run the
+  // hooks: validation and the end of the job.
   df::SessionOptions options;
   options.target = target;
-  auto session = df::ClientSession::Create(root, options);
-  if (!session.ok()) return session.status();
-
-  ChiefWork chief;
+  auto control = df::ClientSession::Create(root, options);
+  if (!control.ok()) return control.status();
   if (replica.is_chief) {
-    chief.test = &test;
-    chief.checkpoint_dir = flags.checkpoint_dir;
-    if (!flags.checkpoint_dir.empty()) chief.saver = graph->saver.get();
-    if (absl::Status s = InitializeOrRestore(session->get(), *graph, chief);
-        !s.ok()) {
-      return s;
-    }
-  } else if (absl::Status s = WaitUntilInitialized(session->get(), *graph);
-             !s.ok()) {
-    return s;
+    // Not in checkpoints, so set before the monitored session restores one;
+    // the ps tasks may still be starting.
+    absl::Status s = examples::RetryWhileUnavailable(
+        [&] {
+          return (*control)->RunTargets({graph->workers_done.initializer()});
+        },
+        kStartupSeconds);
+    if (!s.ok()) return s;
   }
 
-  auto steps = TrainReplica(session->get(), *graph, replica, flags, *train,
-                            replica.is_chief ? &chief : nullptr);
+  const int64_t last_step = flags.StepsFor(train->images.dim_size(0));
+  df::train::MonitoredTrainingSession::Options mts;
+  mts.master = target;
+  mts.is_chief = replica.is_chief;
+  mts.checkpoint_dir = flags.checkpoint_dir;
+  mts.save_checkpoint_steps = flags.save_checkpoint_steps;
+  mts.scaffold.saver = graph->saver;
+  mts.max_wait_secs = kStartupSeconds;
+  mts.hooks.push_back(df::train::StopAtStepHook::Create(last_step));
+  auto session = df::train::MonitoredTrainingSession::Create(root, mts);
+  if (!session.ok()) return session.status();
+  auto steps = TrainReplica(session->get(), control->get(), *graph, replica,
+                            flags, *train, replica.is_chief ? &test : nullptr);
   if (!steps.ok()) return steps.status();
+  // The chief saves its last checkpoint here (with --checkpoint_dir).
+  if (absl::Status s = (*session)->Close(); !s.ok()) return s;
   if (replica.is_chief) {
-    if (auto s = SaveCheckpoint(session->get(), chief, steps->second);
-        !s.ok()) {
-      return s;
-    }
-    auto accuracy = Evaluate(session->get(), graph->model, test);
+    auto accuracy = Evaluate(control->get(), graph->model, test);
     if (!accuracy.ok()) return accuracy.status();
     std::printf("test_accuracy=%.4f\n", *accuracy);
     std::fflush(stdout);
   }
 
-  auto marked = (*session)->Run({graph->mark_done});
+  auto marked = (*control)->Run({graph->mark_done});
   if (replica.is_chief) {
     if (!marked.ok()) return marked.status();
-    return StopPsTasks(session->get(), *graph, task, replica.count);
+    return StopPsTasks(control->get(), *graph, task, replica.count);
   }
   if (!marked.ok() && (absl::IsUnavailable(marked.status()) ||
                        absl::IsCancelled(marked.status()) ||
@@ -338,7 +269,7 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
                  replica.name.c_str(), marked.status().ToString().c_str());
     return absl::OkStatus();
   }
-  (void)(*session)->Close();
+  (void)(*control)->Close();
   return marked.status();
 }
 

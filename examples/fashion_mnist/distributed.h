@@ -9,17 +9,18 @@
 //   reads shard i of the training images (of as many shards as there are
 //   workers), and applies its gradients as soon as they are computed
 //   (asynchronous training).
-// - The chief (worker 0, or the task of a "chief" job) initializes the
-//   variables, or restores them from the latest checkpoint of
-//   --checkpoint_dir; the others wait until every variable has a value. With
-//   --checkpoint_dir the chief saves a checkpoint at the end (and every
-//   --save_checkpoint_steps global steps).
-// - --train_steps counts global steps: every worker stops once the global
-//   step it reads after a step has reached it. A worker reads the step
-//   concurrently with its own update, so the job ends between train_steps and
-//   train_steps + workers global steps. The chief evaluates on the test set
-//   every --steps_to_validate global steps and prints `test_accuracy=` at the
-//   end.
+// - Training runs in a MonitoredTrainingSession: the chief (worker 0, or the
+//   task of a "chief" job) initializes the variables, or restores them from
+//   the latest checkpoint of --checkpoint_dir; the others wait until the
+//   model is ready; a StopAtStepHook ends every worker's loop once the global
+//   step has reached --train_steps (which counts global steps), so all
+//   workers stop at the same last step, give or take the steps other workers
+//   had in flight. With --checkpoint_dir the chief saves a checkpoint every
+//   --save_checkpoint_steps global steps (default: every 10 minutes) and
+//   when its session closes.
+// - The chief evaluates on the test set every --steps_to_validate global
+//   steps and prints `test_accuracy=` at the end, through a plain session
+//   (evaluation is not a training step for the hooks).
 // - Ending: every worker, once it has stopped, adds one to a counter on the
 //   ps ("workers_done"). The chief waits until all workers have done so (or
 //   a minute has passed: a worker that died will never report) and only then

@@ -21,10 +21,10 @@ struct Flags {
   // steps (0: only at the end).
   int64_t steps_to_validate = 0;
   // Distributed: the chief restores the latest checkpoint of this directory
-  // when it starts and saves one at the end ("": no checkpoints).
+  // when it starts and saves checkpoints there ("": no checkpoints).
   std::string checkpoint_dir;
-  // Distributed: the chief also saves every this many global steps (0: only
-  // at the end).
+  // Distributed: the chief saves every this many global steps (0: every 10
+  // minutes), and at the end.
   int64_t save_checkpoint_steps = 0;
   int threads = 0;  // 0: one per core
   std::string data_dir = distflow::data::kDefaultFashionMnistDir;

@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
                  "here and saves one at the end (a directory every ps task "
                  "and the chief can reach)");
   app.add_option("--save_checkpoint_steps", flags.save_checkpoint_steps,
-                 "distributed: also save every this many global steps")
+                 "distributed: save every this many global steps (default: "
+                 "every 10 minutes)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
 
