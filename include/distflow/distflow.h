@@ -21,6 +21,7 @@
 #include "distflow/train/optimizers.h"
 #include "distflow/train/saver.h"
 #include "distflow/train/session_run_hook.h"
+#include "distflow/train/summary.h"
 #include "distflow/types.h"
 
 #endif  // DISTFLOW_DISTFLOW_H_

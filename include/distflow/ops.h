@@ -12,6 +12,7 @@
 #include "distflow/ops/random_ops.h"
 #include "distflow/ops/nn_ops.h"
 #include "distflow/ops/state_ops.h"
+#include "distflow/ops/summary_ops.h"
 #include "distflow/ops/training_ops.h"
 
 #endif  // DISTFLOW_OPS_H_

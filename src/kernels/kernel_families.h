@@ -29,6 +29,7 @@ void RegisterTrainingKernels(KernelRegistry* registry);
 void RegisterSendRecvKernels(KernelRegistry* registry);
 void RegisterEmbeddingKernels(KernelRegistry* registry);
 void RegisterCheckpointKernels(KernelRegistry* registry);
+void RegisterSummaryKernels(KernelRegistry* registry);
 
 }  // namespace distflow
 

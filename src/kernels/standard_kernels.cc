@@ -21,6 +21,7 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterSendRecvKernels(registry);
   RegisterEmbeddingKernels(registry);
   RegisterCheckpointKernels(registry);
+  RegisterSummaryKernels(registry);
 }
 
 }  // namespace distflow

@@ -30,6 +30,7 @@ void RegisterTrainingOps(OpRegistry* registry);
 void RegisterSendRecvOps(OpRegistry* registry);
 void RegisterEmbeddingOps(OpRegistry* registry);
 void RegisterCheckpointOps(OpRegistry* registry);
+void RegisterSummaryOps(OpRegistry* registry);
 
 }  // namespace distflow
 

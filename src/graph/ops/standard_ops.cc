@@ -18,6 +18,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterSendRecvOps(registry);
   RegisterEmbeddingOps(registry);
   RegisterCheckpointOps(registry);
+  RegisterSummaryOps(registry);
 }
 
 }  // namespace distflow
