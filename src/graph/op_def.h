@@ -67,7 +67,7 @@ class OpDefBuilder {
   // A list input: `number_attr` tensors, all of type attribute `type_attr`.
   OpDefBuilder& InputList(std::string name, std::string type_attr,
                           std::string number_attr);
-  // A list input: `number_attr` tensors of a fixed type.
+  // A list input: `number_attr` tensors of the fixed type `type`.
   OpDefBuilder& InputList(std::string name, DataType type,
                           std::string number_attr);
   OpDefBuilder& Output(std::string name, std::string type_attr);

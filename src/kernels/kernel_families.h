@@ -28,8 +28,8 @@ void RegisterStateKernels(KernelRegistry* registry);
 void RegisterTrainingKernels(KernelRegistry* registry);
 void RegisterSendRecvKernels(KernelRegistry* registry);
 void RegisterEmbeddingKernels(KernelRegistry* registry);
-void RegisterCheckpointKernels(KernelRegistry* registry);
 void RegisterSummaryKernels(KernelRegistry* registry);
+void RegisterCheckpointKernels(KernelRegistry* registry);
 
 }  // namespace distflow
 

@@ -20,8 +20,8 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterTrainingKernels(registry);
   RegisterSendRecvKernels(registry);
   RegisterEmbeddingKernels(registry);
-  RegisterCheckpointKernels(registry);
   RegisterSummaryKernels(registry);
+  RegisterCheckpointKernels(registry);
 }
 
 }  // namespace distflow

@@ -29,8 +29,8 @@ void RegisterStateOps(OpRegistry* registry);
 void RegisterTrainingOps(OpRegistry* registry);
 void RegisterSendRecvOps(OpRegistry* registry);
 void RegisterEmbeddingOps(OpRegistry* registry);
-void RegisterCheckpointOps(OpRegistry* registry);
 void RegisterSummaryOps(OpRegistry* registry);
+void RegisterCheckpointOps(OpRegistry* registry);
 
 }  // namespace distflow
 

@@ -17,8 +17,8 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterTrainingOps(registry);
   RegisterSendRecvOps(registry);
   RegisterEmbeddingOps(registry);
-  RegisterCheckpointOps(registry);
   RegisterSummaryOps(registry);
+  RegisterCheckpointOps(registry);
 }
 
 }  // namespace distflow
