@@ -44,11 +44,10 @@ absl::StatusOr<std::shared_ptr<T>> LookupResourceFromInput(OpKernelContext* ctx,
   return r;
 }
 
-// The handle op's side: the resource named by the node's "shared_name"
-// attribute (else the node's name) in "container", created with `create` if
-// absent, and its handle tensor. `check` compares an existing resource with
-// what this node declares (another program may have created it
-// differently).
+// The handle op's side: the resource `name` of `container` on this device,
+// created with `create` if absent, and a handle tensor naming it. `check`
+// compares an existing resource with what the handle op declares (another
+// program may have created it differently).
 template <typename T>
 absl::StatusOr<Tensor> LookupOrCreateFromHandleOp(
     OpKernelContext* ctx, const std::string& container, const std::string& name,

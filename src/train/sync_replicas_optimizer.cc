@@ -107,6 +107,8 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
                      PartialTensorShape({}), "sync_token_q");
   DF_RETURN_IF_ERROR(s.status());
 
+  // The caller's op name belongs to the train op alone.
+  Scope plain = scope.WithOpName("");
   std::vector<Operation> applies, set_steps, closes;
   std::vector<GradAndVar> averaged;
   for (const auto& [grad, var] : todo) {
@@ -119,7 +121,7 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
       acc = ops::SparseConditionalAccumulator(v.WithOpName("grad_accum"), dtype,
                                               var.shape(), shared);
       applies.push_back(ops::SparseAccumulatorApplyGradient(
-          scope.ColocateWith(var.handle().op()), acc, local_step_, g.indices,
+          plain.ColocateWith(var.handle().op()), acc, local_step_, g.indices,
           g.values));
       averaged.push_back(
           {ops::SparseAccumulatorTakeGradient(v, acc, replicas_to_aggregate_),
@@ -128,7 +130,7 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
       acc = ops::ConditionalAccumulator(v.WithOpName("grad_accum"), dtype,
                                         var.shape(), shared);
       applies.push_back(
-          ops::AccumulatorApplyGradient(scope.ColocateWith(var.handle().op()),
+          ops::AccumulatorApplyGradient(plain.ColocateWith(var.handle().op()),
                                         acc, local_step_, grad.dense()));
       averaged.push_back(
           {ops::AccumulatorTakeGradient(v, acc, replicas_to_aggregate_), var});

@@ -209,6 +209,38 @@ TEST(SyncReplicasTest, AStepWaitingForATokenFailsWhenThePsDies) {
   workers[0]->hook.reset();  // must not hang with the ps gone
 }
 
+// A sparse gradient (an embedding lookup) goes through a sparse accumulator
+// and the wrapped optimizer's sparse update: only the looked-up rows move. A
+// single replica in a local session, driven by the hook as a chief.
+TEST(SyncReplicasTest, SparseGradientsUpdateOnlyTheirRows) {
+  Scope root = Scope::NewRootScope();
+  train::GradientDescentOptimizer gd(1.0f);
+  train::SyncReplicasOptimizer sync(&gd, /*replicas_to_aggregate=*/1);
+  ops::Variable global_step = train::GetOrCreateGlobalStep(root);
+  ops::Variable emb(root.WithOpName("emb"),
+                    Tensor::Matrix<float>({{1, 1}, {2, 2}, {3, 3}}));
+  Output rows = ops::Gather(root, emb, Tensor::Vector<int32_t>({0, 2, 2}));
+  Output loss = ops::Sum(root, rows, Tensor::Vector<int32_t>({0, 1}));
+  auto train_op = sync.Minimize(root, loss, global_step);
+  ASSERT_TRUE(train_op.ok()) << train_op.status();
+  Operation init = ops::GlobalVariablesInitializer(root);
+  auto hook = sync.MakeSessionRunHook(/*is_chief=*/true);
+  auto session = ClientSession::Create(root).value();
+  ASSERT_TRUE(session->RunTargets({init}).ok());
+  ASSERT_TRUE(hook->Begin(root).ok());
+  ASSERT_TRUE(hook->AfterCreateSession(session.get()).ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(session->RunTargets({*train_op}).ok());
+  }
+  ASSERT_TRUE(hook->End(session.get()).ok());
+  auto out = session->Run({emb, global_step});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Row 0 appears once per step, row 2 twice; two steps of rate 1.
+  EXPECT_TRUE(test::TensorsEqual<float>(
+      (*out)[0], Tensor::Matrix<float>({{-1, -1}, {2, 2}, {-1, -1}})));
+  EXPECT_EQ((*out)[1].scalar<int64_t>(), 2);
+}
+
 TEST(SyncReplicasTest, ApplyGradientsRefusesBadArguments) {
   Scope root = Scope::NewRootScope();
   train::GradientDescentOptimizer gd(0.1f);
