@@ -21,6 +21,7 @@
 #include "distflow/train/optimizer.h"
 #include "distflow/train/optimizers.h"
 #include "distflow/train/session_run_hook.h"
+#include "distflow/train/summary.h"
 #include "distflow/train/sync_replicas_optimizer.h"
 #include "distflow/types.h"
 

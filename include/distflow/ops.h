@@ -13,6 +13,7 @@
 #include "distflow/ops/nn_ops.h"
 #include "distflow/ops/random_ops.h"
 #include "distflow/ops/state_ops.h"
+#include "distflow/ops/summary_ops.h"
 #include "distflow/ops/training_ops.h"
 
 #endif  // DISTFLOW_OPS_H_

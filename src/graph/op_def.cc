@@ -34,6 +34,12 @@ OpDefBuilder& OpDefBuilder::InputList(std::string name, std::string type_attr,
                                std::move(type_attr), std::move(number_attr)});
   return *this;
 }
+OpDefBuilder& OpDefBuilder::InputList(std::string name, DataType type,
+                                      std::string number_attr) {
+  def_.inputs.push_back(
+      ArgDef{std::move(name), type, "", std::move(number_attr)});
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Output(std::string name, std::string type_attr) {
   def_.outputs.push_back(
       ArgDef{std::move(name), DataType::kInvalid, std::move(type_attr), ""});

@@ -67,6 +67,9 @@ class OpDefBuilder {
   // A list input: `number_attr` tensors, all of type attribute `type_attr`.
   OpDefBuilder& InputList(std::string name, std::string type_attr,
                           std::string number_attr);
+  // A list input: `number_attr` tensors of a fixed type.
+  OpDefBuilder& InputList(std::string name, DataType type,
+                          std::string number_attr);
   OpDefBuilder& Output(std::string name, std::string type_attr);
   OpDefBuilder& Output(std::string name, DataType type);
   // A list output: `number_attr` tensors, all of type attribute `type_attr`.

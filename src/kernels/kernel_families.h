@@ -31,6 +31,7 @@ void RegisterEmbeddingKernels(KernelRegistry* registry);
 void RegisterAccumulatorKernels(KernelRegistry* registry);
 void RegisterQueueKernels(KernelRegistry* registry);
 void RegisterStalenessKernels(KernelRegistry* registry);
+void RegisterSummaryKernels(KernelRegistry* registry);
 
 }  // namespace distflow
 

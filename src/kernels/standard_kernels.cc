@@ -23,6 +23,7 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterAccumulatorKernels(registry);
   RegisterQueueKernels(registry);
   RegisterStalenessKernels(registry);
+  RegisterSummaryKernels(registry);
 }
 
 }  // namespace distflow

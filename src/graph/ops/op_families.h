@@ -31,6 +31,7 @@ void RegisterSendRecvOps(OpRegistry* registry);
 void RegisterEmbeddingOps(OpRegistry* registry);
 void RegisterDataFlowOps(OpRegistry* registry);
 void RegisterStalenessOps(OpRegistry* registry);
+void RegisterSummaryOps(OpRegistry* registry);
 
 }  // namespace distflow
 

@@ -19,6 +19,7 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterEmbeddingOps(registry);
   RegisterDataFlowOps(registry);
   RegisterStalenessOps(registry);
+  RegisterSummaryOps(registry);
 }
 
 }  // namespace distflow
