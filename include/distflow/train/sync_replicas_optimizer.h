@@ -83,9 +83,11 @@ class SyncReplicasOptimizer {
   // chief_aggregate_op() until End. A failure of the loop is returned by the
   // chief's next AfterRun. End (chief) stops the loop and closes the token
   // queue, so that workers waiting for a token end with OUT_OF_RANGE instead
-  // of waiting forever. The hook must be ended or destroyed while its session
-  // is still open (it stops the loop through it), and this optimizer must
-  // outlive it. Build the train op before the hook's Begin.
+  // of waiting forever; a closed queue stays closed for the life of its ps
+  // task, so a new job starts with fresh ps tasks. The hook must be ended or
+  // destroyed while its session is still open (it stops the loop through it),
+  // and this optimizer must outlive it. Build the train op before the hook's
+  // Begin.
   std::unique_ptr<SessionRunHook> MakeSessionRunHook(bool is_chief,
                                                      int num_tokens = -1);
 
