@@ -50,7 +50,8 @@ class Executor {
 
   // Runs one step and returns its status: the first error any node reported
   // (prefixed with the node), after which no further node starts. CANCELLED if
-  // `args.cancellation` fired.
+  // `args.cancellation` fired. The first error also aborts `args.rendezvous`
+  // and cancels the kernels that wait (receives, dequeues), so the step ends.
   absl::Status Run(const RunArgs& args);
   // As Run, but returns at once (the step starts on `args.runner`) and calls
   // `done`, on some thread, when the step has finished.
