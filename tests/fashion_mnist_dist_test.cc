@@ -30,13 +30,22 @@ std::string Address() { return absl::StrCat("127.0.0.1:", PickFreePort()); }
 
 std::unique_ptr<Subprocess> StartTask(const std::string& job, int index,
                                       const std::string& ps_hosts,
-                                      const std::string& worker_hosts) {
-  return std::make_unique<Subprocess>(std::vector<std::string>{
-      absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"), "--job_name=" + job,
-      absl::StrCat("--task_index=", index), "--ps_hosts=" + ps_hosts,
-      "--worker_hosts=" + worker_hosts, "--model=mlp", "--batch_size=50",
-      absl::StrCat("--train_steps=", kTrainSteps), "--steps_to_validate=100",
-      "--log_every=50", "--threads=1"});
+                                      const std::string& worker_hosts,
+                                      std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{
+      absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"),
+      "--job_name=" + job,
+      absl::StrCat("--task_index=", index),
+      "--ps_hosts=" + ps_hosts,
+      "--worker_hosts=" + worker_hosts,
+      "--model=mlp",
+      "--batch_size=50",
+      absl::StrCat("--train_steps=", kTrainSteps),
+      "--steps_to_validate=100",
+      "--log_every=50",
+      "--threads=1"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<Subprocess>(argv);
 }
 
 // The number after `key=` in `text`, or -1.
@@ -84,6 +93,30 @@ TEST(FashionMnistDistributedTest, OnePsTwoWorkersTrainAndEveryTaskExits) {
   EXPECT_GE(chief_steps + worker1_steps, kTrainSteps);
   for (Subprocess* worker : {chief.get(), worker1.get()}) {
     EXPECT_GE(ValueOf(worker->Output(), "stopped at global_step"), kTrainSteps)
+        << worker->Output();
+  }
+}
+
+// --issync: every global step averages one gradient of each worker, so both
+// take about as many steps as there are global steps (asynchronous workers
+// would share them, about half each).
+TEST(FashionMnistDistributedTest, SynchronousTrainingWithTwoWorkers) {
+  const std::string ps_hosts = Address();
+  const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
+  auto ps = StartTask("ps", 0, ps_hosts, worker_hosts, {"--issync=1"});
+  auto worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, {"--issync=1"});
+  auto chief = StartTask("worker", 0, ps_hosts, worker_hosts, {"--issync=1"});
+  for (Subprocess* worker : {chief.get(), worker1.get()}) {
+    auto code = worker->Wait(kTimeout);
+    ASSERT_TRUE(code.has_value()) << "a worker hung: " << worker->Output();
+    EXPECT_EQ(*code, 0) << worker->Output();
+  }
+  auto ps_code = ps->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(ps_code.has_value()) << "the ps did not exit: " << ps->Output();
+  EXPECT_EQ(*ps_code, 0) << ps->Output();
+  EXPECT_GT(ValueOf(chief->Output(), "test_accuracy"), 0.5) << chief->Output();
+  for (Subprocess* worker : {chief.get(), worker1.get()}) {
+    EXPECT_GE(ValueOf(worker->Output(), "local_steps"), kTrainSteps * 9 / 10)
         << worker->Output();
   }
 }

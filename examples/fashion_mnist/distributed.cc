@@ -66,11 +66,14 @@ struct ReplicaGraph {
 
 absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
                                                const df::TaskConfig& task,
-                                               const Flags& flags) {
+                                               const Flags& flags,
+                                               int replicas) {
   const df::Scope s = root.WithDeviceFunction(
       df::ReplicaDeviceSetter(task.cluster, task.TaskDevice()));
   ReplicaGraph g;
-  auto model = BuildModel(s, flags.model);
+  ModelOptions model_options = flags.model;
+  if (flags.issync) model_options.sync_replicas = replicas;
+  auto model = BuildModel(s, model_options);
   if (!model.ok()) return model.status();
   g.model = *model;
   auto saver = df::train::Saver::Create(root);
@@ -137,6 +140,11 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
                              {m.labels, (**batch)[1]},
                              {m.dropout_rate, dropout}},
                             {m.loss, m.global_step}, {m.train});
+    if (flags.issync && absl::IsOutOfRange(out.status())) {
+      // The chief reached the last step and closed the token queue while
+      // this worker waited for a token: the job is done.
+      break;
+    }
     if (!out.ok()) return out.status();
     ++local_steps;
     global_step = (*out)[1].scalar<int64_t>();
@@ -213,7 +221,7 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
   }
 
   df::Scope root = df::Scope::NewRootScope();
-  auto graph = BuildReplicaGraph(root, task, flags);
+  auto graph = BuildReplicaGraph(root, task, flags, replica.count);
   if (!graph.ok()) return graph.status();
   // A plain session for what must not count as a training step or run the
   // hooks: validation and the end of the job.
@@ -240,6 +248,10 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
   mts.save_checkpoint_steps = flags.save_checkpoint_steps;
   mts.scaffold.saver = graph->saver;
   mts.max_wait_secs = kStartupSeconds;
+  if (graph->model.sync != nullptr) {
+    mts.hooks.push_back(
+        graph->model.sync->MakeSessionRunHook(replica.is_chief));
+  }
   mts.hooks.push_back(df::train::StopAtStepHook::Create(last_step));
   auto session = df::train::MonitoredTrainingSession::Create(root, mts);
   if (!session.ok()) return session.status();

@@ -8,7 +8,11 @@
 //   replica device setter, the computation onto the worker itself. Worker i
 //   reads shard i of the training images (of as many shards as there are
 //   workers), and applies its gradients as soon as they are computed
-//   (asynchronous training).
+//   (asynchronous training), or, with --issync, through a
+//   SyncReplicasOptimizer that averages one gradient of every worker per
+//   global step (synchronous training; the chief's hook aggregates, and a
+//   worker still waiting for a step when the chief has finished ends
+//   cleanly).
 // - Training runs in a MonitoredTrainingSession: the chief (worker 0, or the
 //   task of a "chief" job) initializes the variables, or restores them from
 //   the latest checkpoint of --checkpoint_dir; the others wait until the

@@ -20,6 +20,9 @@ struct Flags {
   // Distributed: the chief evaluates on the test set every this many global
   // steps (0: only at the end).
   int64_t steps_to_validate = 0;
+  // Distributed: average the gradients of all workers in each step
+  // (synchronous training) instead of applying each worker's as it comes.
+  bool issync = false;
   // Distributed: the chief restores the latest checkpoint of this directory
   // when it starts and saves checkpoints there ("": no checkpoints).
   std::string checkpoint_dir;

@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
                  "distributed: the chief evaluates on the test set every this "
                  "many global steps (0: only at the end)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--issync", flags.issync,
+                 "distributed: 1 averages every worker's gradients in each "
+                 "step (synchronous), 0 applies each as it comes");
   app.add_option("--checkpoint_dir", flags.checkpoint_dir,
                  "distributed: the chief resumes from the latest checkpoint "
                  "here and saves one at the end (a directory every ps task "

@@ -1,6 +1,7 @@
 #include "examples/fashion_mnist/model.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "distflow/distflow.h"
 
@@ -77,8 +78,16 @@ absl::StatusOr<Model> BuildModel(const df::Scope& scope,
       df::metrics::Accuracy(scope.WithOpName("accuracy"), m.labels, m.logits);
   df::ops::Variable global_step = df::train::GetOrCreateGlobalStep(scope);
   m.global_step = global_step;
-  df::train::AdamOptimizer adam(options.learning_rate);
-  auto train = adam.Minimize(scope, m.loss, global_step);
+  auto adam = std::make_shared<df::train::AdamOptimizer>(options.learning_rate);
+  m.optimizer = adam;
+  absl::StatusOr<df::Operation> train;
+  if (options.sync_replicas > 0) {
+    m.sync = std::make_shared<df::train::SyncReplicasOptimizer>(
+        adam.get(), options.sync_replicas);
+    train = m.sync->Minimize(scope, m.loss, global_step);
+  } else {
+    train = adam->Minimize(scope, m.loss, global_step);
+  }
   if (!train.ok()) return train.status();
   m.train = *train;
   m.init = df::ops::GlobalVariablesInitializer(scope);

@@ -4,6 +4,7 @@
 #define DISTFLOW_EXAMPLES_FASHION_MNIST_MODEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -17,6 +18,10 @@ struct ModelOptions {
   float learning_rate = 0.001f;
   float dropout_rate = 0.4f;  // cnn only, while training
   int64_t seed = 1;
+  // 0: each step applies its own gradients (asynchronous between workers).
+  // N > 0: a SyncReplicasOptimizer averages the gradients of N replicas per
+  // step (synchronous training; give Model::sync's hook to the session).
+  int sync_replicas = 0;
 };
 
 // The nodes a training loop feeds and runs.
@@ -30,6 +35,10 @@ struct Model {
   distflow::Output global_step;
   distflow::Operation train;  // one Adam step; increments global_step
   distflow::Operation init;   // initializes every variable
+  // The optimizers the train op was built with (the sync optimizer's hook
+  // needs them alive); sync is null unless options.sync_replicas > 0.
+  std::shared_ptr<distflow::train::Optimizer> optimizer;
+  std::shared_ptr<distflow::train::SyncReplicasOptimizer> sync;
 };
 
 // Builds the model in `scope` (its device function places the variables).
