@@ -5,9 +5,6 @@
 //    through its own task's master) against a PyTorch RPC parameter server
 //    (bench/peers/torch_rpc_ps.py: the ps holds the parameters and Adam; each
 //    trainer pulls the parameters, computes gradients, pushes them);
-//  - the same synchronous: SyncReplicasOptimizer (one gradient of each
-//    worker averaged per global step) against the PyTorch ps averaging both
-//    trainers' gradients per step;
 //  - the cost of distribution: 1 ps + 1 worker against one process training
 //    the same model at the same batch size.
 // A setup's examples/sec is the sum of its workers' rates over their
@@ -55,13 +52,10 @@ struct Config {
   int ps_threads = 1;
   int local_threads = 2;  // of the single-process session
   int repeats = 2;        // alternating runs of each side; the best counts
-  bool sync = false;      // of a worker process: SyncReplicasOptimizer
 };
 
 // One training step of the MLP on batch `i` of the first kBatches.
-// `Session` is a ClientSession or a MonitoredTrainingSession.
-template <typename Session>
-absl::Status Step(Session* session, const fashion_mnist::Model& m,
+absl::Status Step(df::ClientSession* session, const fashion_mnist::Model& m,
                   const df::data::LabeledImages& d, int64_t i) {
   const int64_t k = i % kBatches;
   return session
@@ -74,8 +68,7 @@ absl::Status Step(Session* session, const fashion_mnist::Model& m,
 
 // Warm-up, then `config.steps` timed steps starting at batch `first`;
 // examples/sec.
-template <typename Session>
-absl::StatusOr<double> TimeSteps(Session* session,
+absl::StatusOr<double> TimeSteps(df::ClientSession* session,
                                  const fashion_mnist::Model& m,
                                  const df::data::LabeledImages& d,
                                  int64_t first, const Config& config) {
@@ -120,32 +113,14 @@ int RunWorker(const df::ClusterSpec& cluster, int index, const Config& config) {
   df::Scope root = df::Scope::NewRootScope();
   df::Scope s = root.WithDeviceFunction(df::ReplicaDeviceSetter(
       cluster, absl::StrCat("/job:worker/task:", index)));
-  fashion_mnist::ModelOptions model_options;
-  if (config.sync) model_options.sync_replicas = cluster.num_tasks("worker");
-  auto m = fashion_mnist::BuildModel(s, model_options);
+  auto m = fashion_mnist::BuildModel(s, {});
   if (!m.ok()) return fail(m.status());
-  const int64_t first = index * kBatches / cluster.num_tasks("worker");
-  if (config.sync) {
-    // The sync optimizer's hook (the chief's aggregation loop) needs a
-    // monitored session, which also initializes and waits for the model.
-    df::train::MonitoredTrainingSession::Options mts;
-    mts.master = (*server)->target();
-    mts.is_chief = index == 0;
-    mts.max_wait_secs = 120;
-    mts.log_step_count_steps = 0;
-    mts.hooks.push_back(m->sync->MakeSessionRunHook(index == 0));
-    auto session = df::train::MonitoredTrainingSession::Create(root, mts);
-    if (!session.ok()) return fail(session.status());
-    auto rate = TimeSteps(session->get(), *m, *data, first, config);
-    if (!rate.ok()) return fail(rate.status());
-    std::printf("examples_per_sec=%.1f\n", *rate);
-    return 0;
-  }
   df::SessionOptions options;
   options.target = (*server)->target();
   auto session = df::ClientSession::Create(root, options);
   if (!session.ok()) return fail(session.status());
   // Worker 0 initializes once the ps is up; the others wait until it has.
+  const int64_t first = index * kBatches / cluster.num_tasks("worker");
   std::vector<df::Output> initialized;
   for (const auto& var : df::ops::GlobalVariables(root)) {
     initialized.push_back(df::ops::IsVariableInitialized(s, var));
@@ -198,7 +173,7 @@ std::string SelfPath() {
 }
 
 // distflow with one ps and `workers` workers, each a process.
-absl::StatusOr<double> Distflow(int workers, bool sync, const Config& config) {
+absl::StatusOr<double> Distflow(int workers, const Config& config) {
   const std::string self = SelfPath();
   const std::string ps = absl::StrCat("127.0.0.1:", bench::PickFreePort());
   std::vector<std::string> hosts;
@@ -210,7 +185,7 @@ absl::StatusOr<double> Distflow(int workers, bool sync, const Config& config) {
       absl::StrCat(" --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
                    " --steps=", config.steps, " --warmup=", config.warmup,
                    " --worker_threads=", config.worker_threads,
-                   sync ? " --sync" : "", " --ps_threads=", config.ps_threads);
+                   " --ps_threads=", config.ps_threads);
   bench::Child ps_task({self, "--role=ps", "--ps_hosts=" + ps,
                         "--worker_hosts=" + worker_hosts,
                         absl::StrCat("--ps_threads=", config.ps_threads)});
@@ -300,7 +275,6 @@ int main(int argc, char** argv) {
                  "alternating runs of each side (the best counts)")
       ->check(CLI::Range(1, 100));
   // The tasks of a measurement run as child processes of this binary.
-  app.add_flag("--sync", config.sync)->group("");
   app.add_option("--role", role)
       ->group("")
       ->check(CLI::IsMember({"ps", "worker"}));
@@ -335,17 +309,13 @@ int main(int argc, char** argv) {
   std::printf("%-30s %12s  %-24s %12s %7s\n", "distflow setup", "examples/s",
               "peer", "examples/s", "ratio");
   const bool async_ok = CompareRow(
-      "1 ps + 2 workers, async", [&] { return Distflow(2, false, config); },
+      "1 ps + 2 workers, async", [&] { return Distflow(2, config); },
       "PyTorch RPC ps, async", [&] { return Torch(2, /*sync=*/false, config); },
       config.repeats);
   const bool cost_ok = CompareRow(
-      "1 ps + 1 worker", [&] { return Distflow(1, false, config); },
+      "1 ps + 1 worker", [&] { return Distflow(1, config); },
       "distflow, one process", [&] { return SingleProcess(*data, config); },
       config.repeats);
-  const bool sync_ok = CompareRow(
-      "1 ps + 2 workers, sync", [&] { return Distflow(2, true, config); },
-      "PyTorch RPC ps, sync", [&] { return Torch(2, /*sync=*/true, config); },
-      config.repeats);
-  const bool ok = async_ok && cost_ok && sync_ok;
+  const bool ok = async_ok && cost_ok;
   return ok ? 0 : 1;
 }
