@@ -34,31 +34,38 @@ class GrpcRemoteWorker : public WorkerInterface {
   void GetStatusAsync(const proto::GetStatusRequest* request,
                       proto::GetStatusResponse* response,
                       StatusCallback done) override {
-    auto* ctx = NewContext(deadlines_.control_ms);
-    stub_->async()->GetStatus(ctx, request, response,
-                              Finish(ctx, "GetStatus", std::move(done)));
+    Call(deadlines_.control_ms, "GetStatus", std::move(done),
+         [&](grpc::ClientContext* ctx, Callback callback) {
+           stub_->async()->GetStatus(ctx, request, response,
+                                     std::move(callback));
+         });
   }
   void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
                           proto::RegisterGraphResponse* response,
                           StatusCallback done) override {
-    auto* ctx = NewContext(deadlines_.control_ms);
-    stub_->async()->RegisterGraph(
-        ctx, request, response, Finish(ctx, "RegisterGraph", std::move(done)));
+    Call(deadlines_.control_ms, "RegisterGraph", std::move(done),
+         [&](grpc::ClientContext* ctx, Callback callback) {
+           stub_->async()->RegisterGraph(ctx, request, response,
+                                         std::move(callback));
+         });
   }
   void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
                             proto::DeregisterGraphResponse* response,
                             StatusCallback done) override {
-    auto* ctx = NewContext(deadlines_.control_ms);
-    stub_->async()->DeregisterGraph(
-        ctx, request, response,
-        Finish(ctx, "DeregisterGraph", std::move(done)));
+    Call(deadlines_.control_ms, "DeregisterGraph", std::move(done),
+         [&](grpc::ClientContext* ctx, Callback callback) {
+           stub_->async()->DeregisterGraph(ctx, request, response,
+                                           std::move(callback));
+         });
   }
   void RunGraphAsync(const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
-    auto* ctx = NewContext(deadlines_.step_ms);
-    stub_->async()->RunGraph(ctx, request, response,
-                             Finish(ctx, "RunGraph", std::move(done)));
+    Call(deadlines_.step_ms, "RunGraph", std::move(done),
+         [&](grpc::ClientContext* ctx, Callback callback) {
+           stub_->async()->RunGraph(ctx, request, response,
+                                    std::move(callback));
+         });
   }
   absl::Status RunGraphWithTensors(const proto::RunGraphRequest* request,
                                    std::vector<Tensor> feeds,
@@ -84,23 +91,20 @@ class GrpcRemoteWorker : public WorkerInterface {
   void AbortStepAsync(const proto::AbortStepRequest* request,
                       proto::AbortStepResponse* response,
                       StatusCallback done) override {
-    uint64_t id = 0;
-    std::shared_ptr<grpc::ClientContext> ctx =
-        StartTracked(deadlines_.control_ms, &id);
-    stub_->async()->AbortStep(
-        ctx.get(), request, response,
-        [this, ctx, id, done = std::move(done)](grpc::Status s) mutable {
-          done(FromGrpcCallStatus(s, task_, address_, "AbortStep"));
-          ctx.reset();     // see PushOverConnection
-          EndTracked(id);  // the last use of this object
-        });
+    Call(deadlines_.control_ms, "AbortStep", std::move(done),
+         [&](grpc::ClientContext* ctx, Callback callback) {
+           stub_->async()->AbortStep(ctx, request, response,
+                                     std::move(callback));
+         });
   }
   void ShutdownAsync(const proto::ShutdownRequest* request,
                      proto::ShutdownResponse* response,
                      StatusCallback done) override {
-    auto* ctx = NewContext(deadlines_.control_ms);
-    stub_->async()->Shutdown(ctx, request, response,
-                             Finish(ctx, "Shutdown", std::move(done)));
+    Call(deadlines_.control_ms, "Shutdown", std::move(done),
+         [&](grpc::ClientContext* ctx, Callback callback) {
+           stub_->async()->Shutdown(ctx, request, response,
+                                    std::move(callback));
+         });
   }
 
   void PushTensorAsync(int64_t step_id, const std::string& key,
@@ -114,9 +118,10 @@ class GrpcRemoteWorker : public WorkerInterface {
     }
   }
 
-  // Pushes and aborts may still be in flight after the step that started
-  // them has ended (a send completes before the push is acknowledged), and
-  // their callbacks use this object: cancel them and wait for the callbacks.
+  // Calls may still be in flight when this is destroyed (a send completes
+  // before its push is acknowledged; a server stops while its master's calls
+  // to a hung task wait), and their callbacks use this object: cancel them
+  // and wait for the callbacks.
   ~GrpcRemoteWorker() override {
     std::vector<std::shared_ptr<grpc::ClientContext>> calls;
     {
@@ -134,6 +139,24 @@ class GrpcRemoteWorker : public WorkerInterface {
   }
 
  private:
+  using Callback = std::function<void(grpc::Status)>;
+
+  // Starts a unary call with `start`, tracked (see the destructor); `done`
+  // gets its status, naming this task where the transport failed.
+  template <typename StartFn>
+  void Call(int64_t deadline_ms, const char* method, StatusCallback done,
+            StartFn start) {
+    uint64_t id = 0;
+    std::shared_ptr<grpc::ClientContext> ctx = StartTracked(deadline_ms, &id);
+    grpc::ClientContext* raw = ctx.get();
+    start(raw, [this, ctx = std::move(ctx), id, method,
+                done = std::move(done)](grpc::Status s) mutable {
+      done(FromGrpcCallStatus(s, task_, address_, method));
+      ctx.reset();     // see PushOverConnection
+      EndTracked(id);  // the last use of this object
+    });
+  }
+
   // Sends the tensor's bytes over the connection, in chunks.
   void PushOverConnection(int64_t step_id, const std::string& key,
                           const Tensor& value, StatusCallback done) {
@@ -264,21 +287,6 @@ class GrpcRemoteWorker : public WorkerInterface {
     absl::MutexLock lock(&tracked_mu_);
     tracked_.erase(id);
   }
-  static grpc::ClientContext* NewContext(int64_t deadline_ms) {
-    auto* ctx = new grpc::ClientContext;
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(deadline_ms));
-    return ctx;
-  }
-  std::function<void(grpc::Status)> Finish(grpc::ClientContext* ctx,
-                                           const char* method,
-                                           StatusCallback done) {
-    return [this, ctx, method, done = std::move(done)](grpc::Status s) {
-      delete ctx;
-      done(FromGrpcCallStatus(s, task_, address_, method));
-    };
-  }
-
   std::unique_ptr<proto::WorkerService::Stub> stub_;
   grpc::GenericStub generic_;
   const std::string task_;

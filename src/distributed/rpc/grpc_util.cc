@@ -39,6 +39,16 @@ absl::Status FromGrpcCallStatus(const grpc::Status& s, const std::string& task,
         "task ", task, " at ", address, " did not answer ", method,
         " in time (", s.error_message(), "); it may be hung or overloaded"));
   }
+  if (s.error_code() == grpc::StatusCode::CANCELLED) {
+    // gRPC's own message is a bare "CANCELLED" when the server cancels the
+    // call as it shuts down: say which task, and what that usually means.
+    return absl::CancelledError(absl::StrCat(
+        method, " on task ", task, " at ", address, " was cancelled (",
+        s.error_message(),
+        "); the task was stopped or shut down while the call was in flight, "
+        "or this process cancelled the call; check whether the task is "
+        "still running"));
+  }
   return FromGrpcStatus(s);
 }
 

@@ -15,8 +15,9 @@ absl::Status FromGrpcStatus(const grpc::Status& s);
 grpc::Status ToGrpcStatus(const absl::Status& s);
 
 // A status from a call to `address` (the task `task`): transport failures
-// (UNAVAILABLE, DEADLINE_EXCEEDED) name the task and address and say what to
-// check; other errors come from the remote code and pass unchanged.
+// (UNAVAILABLE, DEADLINE_EXCEEDED) and cancellations (such as a task stopped
+// in the middle of a call) name the task and address and say what to check;
+// other errors come from the remote code and pass unchanged.
 absl::Status FromGrpcCallStatus(const grpc::Status& s, const std::string& task,
                                 const std::string& address,
                                 const std::string& method);

@@ -46,7 +46,7 @@ TEST(SummaryFetchTest, SummariesCrossTasksToAGrpcSession) {
   options.target = (*cluster)->server("worker", 0)->target();
   auto session = ClientSession::Create(g.root, options);
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE((*session)->RunTargets({g.init}).ok());
+  ASSERT_EQ((*session)->RunTargets({g.init}), absl::OkStatus());
   auto out = (*session)->Run({g.on_ps, g.merged});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Parse((*out)[0]).value(0).tag(), "w/mean");
