@@ -352,6 +352,10 @@ void Worker::Push(int64_t step_id, const std::string& key, const Tensor& value,
         abort->request.set_code(static_cast<int>(s.code()));
         abort->request.set_message(absl::StrCat(
             "pushing '", key, "' from task ", from, " failed: ", s.message()));
+        // The push may have failed only because the connection to the
+        // receiver was down for a moment (it restarted): the abort must still
+        // reach it, or its step waits for the tensor until the step deadline.
+        abort->request.set_wait_for_ready(true);
         receiver->AbortStepAsync(&abort->request, &abort->response,
                                  [abort](const absl::Status&) {});
       });

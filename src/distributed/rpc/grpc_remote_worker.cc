@@ -87,6 +87,7 @@ class GrpcRemoteWorker : public WorkerInterface {
     uint64_t id = 0;
     std::shared_ptr<grpc::ClientContext> ctx =
         StartTracked(deadlines_.control_ms, &id);
+    ctx->set_wait_for_ready(request->wait_for_ready());
     stub_->async()->AbortStep(
         ctx.get(), request, response,
         [this, ctx, id, done = std::move(done)](grpc::Status s) mutable {
