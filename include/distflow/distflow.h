@@ -14,6 +14,7 @@
 #include "distflow/session.h"
 #include "distflow/tensor.h"
 #include "distflow/tensor_shape.h"
+#include "distflow/train/bounded_staleness.h"
 #include "distflow/train/clip.h"
 #include "distflow/train/global_step.h"
 #include "distflow/train/hooks.h"
@@ -24,6 +25,7 @@
 #include "distflow/train/saver.h"
 #include "distflow/train/session_run_hook.h"
 #include "distflow/train/summary.h"
+#include "distflow/train/sync_replicas_optimizer.h"
 #include "distflow/types.h"
 
 #endif  // DISTFLOW_DISTFLOW_H_

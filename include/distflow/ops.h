@@ -7,10 +7,11 @@
 #define DISTFLOW_OPS_H_
 
 #include "distflow/ops/array_ops.h"
+#include "distflow/ops/data_flow_ops.h"
 #include "distflow/ops/embedding_ops.h"
 #include "distflow/ops/math_ops.h"
-#include "distflow/ops/random_ops.h"
 #include "distflow/ops/nn_ops.h"
+#include "distflow/ops/random_ops.h"
 #include "distflow/ops/state_ops.h"
 #include "distflow/ops/summary_ops.h"
 #include "distflow/ops/training_ops.h"

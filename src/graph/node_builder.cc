@@ -140,4 +140,18 @@ std::vector<Output> AsOutputsOfOneType(const Scope& scope,
   return outputs;
 }
 
+Output AsOutputOfType(const Scope& scope, const Input& input, DataType dtype) {
+  if (!input.is_literal() || input.tensor().dtype() == dtype) {
+    return AsOutput(scope, input);
+  }
+  auto cast = CastLiteral(input.tensor(), dtype);
+  if (!cast.ok()) {
+    scope.UpdateStatus(AddErrorContext(
+        cast.status(), absl::StrCat("literal ", input.tensor().DebugString(),
+                                    " as ", DataTypeName(dtype))));
+    return Output();
+  }
+  return AsOutput(scope, *cast);
+}
+
 }  // namespace distflow

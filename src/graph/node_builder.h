@@ -48,6 +48,9 @@ Output AsOutput(const Scope& scope, const Input& input);
 // x).
 std::vector<Output> AsOutputsOfOneType(const Scope& scope,
                                        const std::vector<Input>& inputs);
+// The Output for `input`, a number literal taking `dtype` (for inputs of a
+// fixed type: 0 passes as an int64 step).
+Output AsOutputOfType(const Scope& scope, const Input& input, DataType dtype);
 
 }  // namespace distflow
 

@@ -28,6 +28,9 @@ void RegisterStateKernels(KernelRegistry* registry);
 void RegisterTrainingKernels(KernelRegistry* registry);
 void RegisterSendRecvKernels(KernelRegistry* registry);
 void RegisterEmbeddingKernels(KernelRegistry* registry);
+void RegisterAccumulatorKernels(KernelRegistry* registry);
+void RegisterQueueKernels(KernelRegistry* registry);
+void RegisterStalenessKernels(KernelRegistry* registry);
 void RegisterSummaryKernels(KernelRegistry* registry);
 void RegisterCheckpointKernels(KernelRegistry* registry);
 

@@ -20,6 +20,9 @@ void RegisterStandardKernels(KernelRegistry* registry) {
   RegisterTrainingKernels(registry);
   RegisterSendRecvKernels(registry);
   RegisterEmbeddingKernels(registry);
+  RegisterAccumulatorKernels(registry);
+  RegisterQueueKernels(registry);
+  RegisterStalenessKernels(registry);
   RegisterSummaryKernels(registry);
   RegisterCheckpointKernels(registry);
 }

@@ -10,6 +10,35 @@
 #include "base/status_macros.h"
 
 namespace distflow {
+namespace {
+
+// The part of a step that cancellation callbacks touch: the first error and
+// the step's cancellation manager (where blocking kernels register). Shared,
+// so that it outlives the step while a callback still runs: a callback may
+// finish the step's last node, and with it the step.
+struct StepAbort {
+  void Abort(const absl::Status& s) {
+    {
+      absl::MutexLock lock(&mu);
+      if (status.ok()) status = s;
+    }
+    aborted.store(true);
+    // Wake the step's receives (a tensor another task would send after this
+    // step's failed op may never come) and the kernels that wait on a
+    // resource (such as a dequeue), so that the step ends promptly and
+    // reports its error.
+    if (rendezvous != nullptr) rendezvous->StartAbort(s);
+    cancellation.StartCancel();
+  }
+
+  Rendezvous* rendezvous = nullptr;  // not owned; outlives the step
+  absl::Mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  std::atomic<bool> aborted{false};
+  CancellationManager cancellation;
+};
+
+}  // namespace
 
 // The state of one step: pending input counts, input tensors in flight, the
 // first error.
@@ -26,9 +55,12 @@ class Executor::StepState {
       pending_[i].store(executor->items_[i].initial_pending,
                         std::memory_order_relaxed);
     }
+    abort_->rendezvous = args_.rendezvous;
     if (args_.cancellation != nullptr) {
       cancelled_by_caller_ = !args_.cancellation->RegisterCallback(
-          [this] { Abort(absl::CancelledError("the step was cancelled")); },
+          [abort = abort_] {
+            abort->Abort(absl::CancelledError("the step was cancelled"));
+          },
           &cancel_token_);
     }
   }
@@ -77,7 +109,7 @@ class Executor::StepState {
       queue->pop_front();
       if (executor_->items_[id].expensive) --queued_expensive;
       const NodeItem& item = executor_->items_[id];
-      if (item.kernel->AsAsync() != nullptr && !aborted_.load()) {
+      if (item.kernel->AsAsync() != nullptr && !abort_->aborted.load()) {
         RunAsyncNode(id);  // continues on the kernel's completion
         continue;
       }
@@ -98,7 +130,7 @@ class Executor::StepState {
 
   // Runs a synchronous node and records which successors became ready.
   void Compute(int id, std::vector<int>* ready) {
-    if (aborted_.load()) return;
+    if (abort_->aborted.load()) return;
     const NodeItem& item = executor_->items_[id];
     std::vector<Tensor> inputs(
         std::make_move_iterator(inputs_.begin() + item.input_start),
@@ -139,7 +171,7 @@ class Executor::StepState {
     p.device = executor_->options_.device;
     p.inputs = inputs;
     p.call_frame = args_.call_frame;
-    p.cancellation = &step_cancellation_;
+    p.cancellation = &abort_->cancellation;
     p.step_id = args_.step_id;
     p.rendezvous = args_.rendezvous;
     return p;
@@ -167,7 +199,7 @@ class Executor::StepState {
       Abort(AddErrorContext(status, item.node->DebugName()));
       return;
     }
-    if (aborted_.load()) return;
+    if (abort_->aborted.load()) return;
     for (const OutEdge& e : item.node->out_edges()) {
       const int dst = e.dst->id();
       if (!e.is_control()) {
@@ -180,24 +212,24 @@ class Executor::StepState {
   }
 
   void Abort(const absl::Status& status) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (status_.ok()) status_ = status;
-    }
-    aborted_.store(true);
-    // Wake kernels that wait (such as receives), so that the step ends
-    // promptly.
-    step_cancellation_.StartCancel();
+    // A local reference: the step may end (and free this state) before
+    // StartCancel returns.
+    std::shared_ptr<StepAbort> abort = abort_;
+    abort->Abort(status);
   }
 
   void Finish() {
-    if (args_.cancellation != nullptr && !cancelled_by_caller_) {
+    // Once the caller's cancellation has started, its callback touches only
+    // the shared abort state, which it holds itself: nothing to wait for (and
+    // waiting would deadlock when the callback itself ended the step).
+    if (args_.cancellation != nullptr && !cancelled_by_caller_ &&
+        !args_.cancellation->IsCancelled()) {
       args_.cancellation->DeregisterCallback(cancel_token_);
     }
     absl::Status status;
     {
-      absl::MutexLock lock(&mu_);
-      status = status_;
+      absl::MutexLock lock(&abort_->mu);
+      status = abort_->status;
     }
     auto done = std::move(done_);
     delete this;
@@ -210,12 +242,9 @@ class Executor::StepState {
   std::vector<std::atomic<int>> pending_;
   std::vector<Tensor> inputs_;
   std::atomic<int> outstanding_{0};
-  std::atomic<bool> aborted_{false};
-  CancellationManager step_cancellation_;
+  std::shared_ptr<StepAbort> abort_ = std::make_shared<StepAbort>();
   CancellationManager::Token cancel_token_ = 0;
   bool cancelled_by_caller_ = false;
-  absl::Mutex mu_;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 Executor::Executor(std::unique_ptr<const Graph> graph, const Options& options)

@@ -50,7 +50,8 @@ class Executor {
 
   // Runs one step and returns its status: the first error any node reported
   // (prefixed with the node), after which no further node starts. CANCELLED if
-  // `args.cancellation` fired.
+  // `args.cancellation` fired. The first error also aborts `args.rendezvous`
+  // and cancels the kernels that wait (receives, dequeues), so the step ends.
   absl::Status Run(const RunArgs& args);
   // As Run, but calls `done`, on some thread, when the step has finished
   // instead of waiting for it. A small graph (every output of a known shape

@@ -150,6 +150,81 @@ TEST_F(SaverClusterTest, RestoresOntoOneAndOntoThreePsTasks) {
   }
 }
 
+// A training job as it runs: variables placed by the replica device setter,
+// Adam's slots beside them on the ps tasks.
+struct Trainer {
+  Scope root = Scope::NewRootScope();
+  ops::Variable step;
+  Output loss;
+  absl::StatusOr<Operation> train;
+
+  Trainer() {
+    Scope s = root.WithDeviceFunction(ReplicaDeviceSetter(
+        2, "/job:worker/task:0", ReplicaDeviceSetterOptions()));
+    step = GetOrCreateGlobalStep(s);
+    ops::Variable w(s.WithOpName("w"), Tensor::Vector<float>({0.5f, 1.5f}));
+    ops::Variable b(s.WithOpName("b"), -0.25f);
+    Output x = ops::Const(s, Tensor::Matrix<float>({{-1, 0}, {1, 2}, {3, 1}}));
+    Output y = ops::Const(s, Tensor::Vector<float>({-1, 6, 5}));
+    Output pred = ops::Add(s, ops::Sum(s, ops::Mul(s, x, w), 1), b);
+    loss = ops::Mean(s, ops::Square(s, ops::Sub(s, pred, y)), 0);
+    AdamOptimizer adam(0.1);
+    train = adam.Minimize(s, loss, step);
+  }
+  // The losses after each of `steps` more training steps.
+  std::vector<float> Train(ClientSession* session, int steps) {
+    std::vector<float> losses;
+    for (int i = 0; i < steps; ++i) {
+      EXPECT_TRUE(session->RunTargets({*train}).ok());
+      auto got = session->Run({loss});
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (got.ok()) losses.push_back((*got)[0].scalar<float>());
+    }
+    return losses;
+  }
+};
+
+TEST_F(SaverClusterTest, AdamTrainingResumesExactlyOnAFreshCluster) {
+  std::vector<float> expected;
+  {
+    auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 1}});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    Trainer t;
+    ASSERT_TRUE(t.train.ok()) << t.train.status();
+    auto saver = Saver::Create(t.root);
+    ASSERT_TRUE(saver.ok()) << saver.status();
+    EXPECT_EQ((*saver)->num_shards(), 2);
+    SessionOptions options;
+    options.target = (*cluster)->server("worker", 0)->target();
+    auto session = ClientSession::Create(t.root, options);
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE(
+        (*session)->RunTargets({ops::GlobalVariablesInitializer(t.root)}).ok());
+    t.Train(session->get(), 3);
+    ASSERT_TRUE((*saver)->Save(session->get(), dir_, 3).ok());
+    expected = t.Train(session->get(), 2);
+  }
+  // Another job restores and continues: the same losses, bit for bit, only
+  // if the moments, the powers of beta and the step came back too.
+  auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Trainer t;
+  ASSERT_TRUE(t.train.ok()) << t.train.status();
+  auto saver = Saver::Create(t.root);
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  SessionOptions options;
+  options.target = (*cluster)->server("worker", 0)->target();
+  auto session = ClientSession::Create(t.root, options);
+  ASSERT_TRUE(session.ok());
+  auto info = (*saver)->RestoreLatest(session->get(), dir_);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->global_step, 3);
+  EXPECT_EQ(t.Train(session->get(), 2), expected);
+  auto step = (*session)->Run({t.step});
+  ASSERT_TRUE(step.ok());
+  EXPECT_EQ((*step)[0].scalar<int64_t>(), 5);
+}
+
 }  // namespace
 }  // namespace train
 }  // namespace distflow

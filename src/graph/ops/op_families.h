@@ -29,6 +29,8 @@ void RegisterStateOps(OpRegistry* registry);
 void RegisterTrainingOps(OpRegistry* registry);
 void RegisterSendRecvOps(OpRegistry* registry);
 void RegisterEmbeddingOps(OpRegistry* registry);
+void RegisterDataFlowOps(OpRegistry* registry);
+void RegisterStalenessOps(OpRegistry* registry);
 void RegisterSummaryOps(OpRegistry* registry);
 void RegisterCheckpointOps(OpRegistry* registry);
 

@@ -17,6 +17,8 @@ void RegisterStandardOps(OpRegistry* registry) {
   RegisterTrainingOps(registry);
   RegisterSendRecvOps(registry);
   RegisterEmbeddingOps(registry);
+  RegisterDataFlowOps(registry);
+  RegisterStalenessOps(registry);
   RegisterSummaryOps(registry);
   RegisterCheckpointOps(registry);
 }
