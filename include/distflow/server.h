@@ -69,6 +69,22 @@ absl::Status ShutdownTask(const std::string& address,
                           const std::string& reason = "the job is done",
                           int64_t timeout_ms = 10'000);
 
+// Tells the task at `address` that the job is done, without cutting short
+// the workers' last steps: from now on it refuses new steps with OUT_OF_RANGE
+// (which a MonitoredTrainingSession takes as the end of training), and its
+// Join() returns OK once no step has run on it for `idle_grace_ms`.
+// UNAVAILABLE naming the address if the task cannot be reached within
+// `timeout_ms`; INVALID_ARGUMENT if idle_grace_ms is not positive.
+absl::Status EndJobOnTask(const std::string& address,
+                          int64_t idle_grace_ms = 2'000,
+                          int64_t timeout_ms = 10'000);
+
+// EndJobOnTask for every ps task of `cluster`; the first error, after trying
+// all of them. What a chief calls when training is over (see
+// MonitoredTrainingSession::Options::on_training_end).
+absl::Status EndJob(const ClusterSpec& cluster, int64_t idle_grace_ms = 2'000,
+                    int64_t timeout_ms = 10'000);
+
 }  // namespace distflow
 
 #endif  // DISTFLOW_SERVER_H_

@@ -259,7 +259,19 @@ void Worker::ShutdownAsync(const proto::ShutdownRequest* request,
                            StatusCallback done) {
   // Answer first: the stop may tear down the transport this reply travels on.
   done(absl::OkStatus());
-  if (env_.request_stop) env_.request_stop(request->reason());
+  if (env_.request_stop) {
+    env_.request_stop(request->reason(), request->idle_grace_ms());
+  }
+}
+
+void Worker::RefuseNewSteps(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  refuse_reason_ = reason.empty() ? "the job is done" : reason;
+}
+
+bool Worker::IdleFor(absl::Duration period) {
+  absl::MutexLock lock(&mu_);
+  return steps_.empty() && absl::Now() - last_step_finished_ >= period;
 }
 
 void Worker::AbortAllSteps(const absl::Status& status) {
@@ -279,6 +291,14 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(int64_t step_id,
   absl::MutexLock lock(&mu_);
   auto it = steps_.find(step_id);
   if (it != steps_.end()) return it->second;
+  if (!refuse_reason_.empty()) {
+    // A step already under way here (steps_ above) still finishes: only new
+    // ones are refused, so that a worker's last step is not an error.
+    *status = absl::OutOfRangeError(absl::StrCat(
+        "task ", env_.task_name, " takes no new steps: ", refuse_reason_,
+        " (training has ended)"));
+    return nullptr;
+  }
   if (finished_.contains(step_id)) {
     *status = absl::AbortedError(absl::StrCat(
         "step ", step_id, " has already finished or was aborted on task ",
@@ -293,7 +313,7 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(int64_t step_id,
 
 void Worker::FinishStep(int64_t step_id) {
   absl::MutexLock lock(&mu_);
-  steps_.erase(step_id);
+  if (steps_.erase(step_id) > 0) last_step_finished_ = absl::Now();
   if (finished_.insert(step_id).second) {
     finished_order_.push_back(step_id);
     if (finished_order_.size() > kFinishedStepsRemembered) {
@@ -332,6 +352,10 @@ void Worker::Push(int64_t step_id, const std::string& key, const Tensor& value,
         abort->request.set_code(static_cast<int>(s.code()));
         abort->request.set_message(absl::StrCat(
             "pushing '", key, "' from task ", from, " failed: ", s.message()));
+        // The push may have failed only because the connection to the
+        // receiver was down for a moment (it restarted): the abort must still
+        // reach it, or its step waits for the tensor until the step deadline.
+        abort->request.set_wait_for_ready(true);
         receiver->AbortStepAsync(&abort->request, &abort->response,
                                  [abort](const absl::Status&) {});
       });

@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "base/thread_pool.h"
 #include "distributed/worker_interface.h"
 #include "runtime/device.h"
@@ -39,8 +40,10 @@ struct WorkerEnv {
   // Threads that run ops (not owned; outlive the worker).
   ThreadPool* inter_op_pool = nullptr;
   ThreadPool* intra_op_pool = nullptr;
-  // Called (once per request) by Shutdown; may be empty.
-  std::function<void(const std::string& reason)> request_stop;
+  // Called (once per request) by Shutdown with the request's reason and
+  // idle grace (see ShutdownRequest); may be empty.
+  std::function<void(const std::string& reason, int64_t idle_grace_ms)>
+      request_stop;
 };
 
 class Worker : public WorkerInterface {
@@ -79,6 +82,11 @@ class Worker : public WorkerInterface {
   CpuDevice* device() { return &device_; }
   // Aborts every running step with `status` (the server is stopping).
   void AbortAllSteps(const absl::Status& status);
+  // From now on new steps fail with OUT_OF_RANGE naming `reason`; steps
+  // already running here finish.
+  void RefuseNewSteps(const std::string& reason);
+  // True when no step is running here and none finished within `period`.
+  bool IdleFor(absl::Duration period);
 
  private:
   class StepRendezvous;
@@ -114,6 +122,9 @@ class Worker : public WorkerInterface {
   // dropped instead of creating a step that nobody runs.
   std::deque<int64_t> finished_order_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int64_t> finished_ ABSL_GUARDED_BY(mu_);
+  // Set once the job is done (RefuseNewSteps): why new steps are refused.
+  std::string refuse_reason_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_step_finished_ ABSL_GUARDED_BY(mu_) = absl::Now();
 };
 
 }  // namespace distflow

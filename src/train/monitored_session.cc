@@ -141,6 +141,13 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::Run(
       }
       s = out.status();
     }
+    if (absl::IsOutOfRange(s)) {
+      // The chief ended the job (EndJob) and a ps task refused this step:
+      // training is over, for this worker too.
+      DF_LOG(Info) << "Training has ended: " << s.message();
+      ended_ = true;
+      return s;
+    }
     if (!IsRecoverable(s)) {
       failed_ = true;
       return s;
@@ -209,12 +216,21 @@ absl::Status MonitoredTrainingSession::Close() {
   closed_ = true;
   absl::Status first;
   if (session_ == nullptr) return first;
+  if (ended_) {
+    // The ps tasks take no more steps, and may be gone already: the hooks'
+    // End could not run, and closing the session changes nothing.
+    (void)session_->Close();
+    return first;
+  }
   // After a failed step the model may be in any state: no final checkpoint
   // or final ops then.
   if (!failed_) {
     for (const auto& hook : hooks_) first.Update(hook->End(session_.get()));
   }
   first.Update(session_->Close());
+  if (!failed_ && stop_ && options_.is_chief && options_.on_training_end) {
+    first.Update(options_.on_training_end());
+  }
   return first;
 }
 

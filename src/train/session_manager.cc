@@ -87,21 +87,27 @@ absl::StatusOr<std::unique_ptr<ClientSession>> Connect(
   }
 }
 
-// The chief's step: restores the latest checkpoint, else initializes the
-// variables that need it. Variables that all have values already (only the
-// chief restarted, and there is no checkpoint) are kept: initializing them
-// again would throw away the training done so far.
+// The chief's step. A model that is ready (every variable has a value: only
+// the chief restarted, the ps tasks kept the training done so far) is kept:
+// restoring or initializing it would roll it back. Otherwise the latest
+// checkpoint is restored, else the init op runs.
 absl::Status RestoreOrInitialize(ClientSession* session,
                                  const Scaffold& scaffold,
                                  const ReadySessionOptions& options) {
+  DF_ASSIGN_OR_RETURN(std::vector<std::string> missing,
+                      NotReady(session, scaffold.ready_op()));
+  if (missing.empty()) {
+    DF_LOG(Info) << "Chief found the model ready (every variable has a "
+                    "value); keeping it";
+    return absl::OkStatus();
+  }
   if (!options.checkpoint_dir.empty() && scaffold.saver() != nullptr) {
     auto restored =
         scaffold.saver()->RestoreLatest(session, options.checkpoint_dir);
     if (restored.ok()) {
       DF_LOG(Info) << "Chief restored checkpoint " << restored->prefix
                    << " (global step " << restored->global_step << ")";
-      DF_ASSIGN_OR_RETURN(std::vector<std::string> missing,
-                          NotReady(session, scaffold.ready_op()));
+      DF_ASSIGN_OR_RETURN(missing, NotReady(session, scaffold.ready_op()));
       if (missing.empty()) return absl::OkStatus();
       return absl::FailedPreconditionError(absl::StrCat(
           "checkpoint ", restored->prefix, " was restored but ",
@@ -110,13 +116,6 @@ absl::Status RestoreOrInitialize(ClientSession* session,
           "or a Saver over the variables it holds"));
     }
     if (!absl::IsNotFound(restored.status())) return restored.status();
-  }
-  DF_ASSIGN_OR_RETURN(std::vector<std::string> missing,
-                      NotReady(session, scaffold.ready_op()));
-  if (missing.empty()) {
-    DF_LOG(Info) << "Chief found the model ready (every variable has a "
-                    "value); keeping it";
-    return absl::OkStatus();
   }
   DF_LOG(Info) << "Chief initializing the model: " << NotReadyMessage(missing);
   DF_RETURN_IF_ERROR(session->RunTargets({scaffold.init_op()}));

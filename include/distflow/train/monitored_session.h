@@ -9,9 +9,10 @@
 //   auto session = train::MonitoredTrainingSession::Create(root, options);
 //   while (!(*session)->ShouldStop()) (*session)->RunTargets({train_op});
 //
-// Creation. The chief restores the latest checkpoint of checkpoint_dir, or,
-// when there is none, runs the scaffold's init op (unless the variables already
-// have values, as when only the chief restarted). Every other worker waits
+// Creation. When the ready op reports every variable initialized (only the
+// chief restarted; the ps tasks kept the model) the chief keeps the model as
+// it is. Otherwise it restores the latest checkpoint of checkpoint_dir or,
+// when there is none, runs the scaffold's init op. Every other worker waits
 // until the ready op reports nothing missing, logging every few seconds what
 // it waits for: the variables still uninitialized, or the task it cannot
 // reach. Both then run the local init op. Nobody waits forever: after
@@ -25,6 +26,14 @@
 // caller. Recovery gives up, returning the error, when no step has succeeded
 // for max_wait_secs.
 //
+// The end. Training ends normally when a hook asks to stop (on the chief,
+// Close then writes the final checkpoint and calls on_training_end, which
+// tells the ps tasks the job is done), or when a ps task refuses the step
+// with OUT_OF_RANGE because the chief has ended the job (EndJob in
+// server.h): Run then returns that OUT_OF_RANGE, ShouldStop() turns true and
+// Close() succeeds. A worker's loop treats OUT_OF_RANGE as the end, not as an
+// error.
+//
 // Hooks (see hooks.h) run around every step. The chief also gets the usual
 // ones, made from the options as TensorFlow makes them: a step counter, a
 // checkpoint saver and a summary saver.
@@ -32,6 +41,7 @@
 #define DISTFLOW_TRAIN_MONITORED_SESSION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,6 +134,12 @@ class MonitoredTrainingSession {
     // How long creation may wait for the model to be ready or a task to
     // answer, and how long recovery may go without a successful step.
     double max_wait_secs = 7200;
+    // Called by the chief's Close after a normal end (a hook asked to stop,
+    // no step failed), after the hooks' End: the place to tell the ps tasks
+    // that the job is done, as in
+    //   options.on_training_end = [&] { return EndJob(task.cluster); };
+    // Its error is Close's. Empty: nothing.
+    std::function<absl::Status()> on_training_end;
     // Threads of the session (its target is `master`).
     SessionOptions session_options;
   };
@@ -149,7 +165,7 @@ class MonitoredTrainingSession {
   // True once a hook asked to stop (such as StopAtStepHook at its last step),
   // after a step failed with an error that recovery does not handle, or after
   // Close.
-  bool ShouldStop() const { return stop_ || failed_ || closed_; }
+  bool ShouldStop() const { return stop_ || ended_ || failed_ || closed_; }
 
   // Calls every hook's End (unless a step failed), then closes the session.
   // Returns the first error. Later calls do nothing.
@@ -180,6 +196,8 @@ class MonitoredTrainingSession {
   absl::Time last_progress_;
   bool stop_ = false;
   bool failed_ = false;
+  // A ps task refused a step because the chief ended the job.
+  bool ended_ = false;
   bool closed_ = false;
   int num_recoveries_ = 0;
 };

@@ -93,6 +93,9 @@ class GrpcRemoteWorker : public WorkerInterface {
                       StatusCallback done) override {
     Call(deadlines_.control_ms, "AbortStep", std::move(done),
          [&](grpc::ClientContext* ctx, Callback callback) {
+           // An abort after a failed push waits for the receiver to be
+           // reachable again (see AbortStepRequest.wait_for_ready).
+           ctx->set_wait_for_ready(request->wait_for_ready());
            stub_->async()->AbortStep(ctx, request, response,
                                      std::move(callback));
          });

@@ -98,10 +98,19 @@ absl::Status GrpcServer::Start() {
   worker_env.worker_cache = worker_cache_.get();
   worker_env.inter_op_pool = &inter_op_pool_;
   worker_env.intra_op_pool = &intra_op_pool_;
-  worker_env.request_stop = [this](const std::string& reason) {
-    DF_LOG(Info) << "task " << task_name_ << " asked to stop: " << reason;
+  worker_env.request_stop = [this](const std::string& reason,
+                                   int64_t idle_grace_ms) {
+    DF_LOG(Info) << "task " << task_name_ << " asked to stop: " << reason
+                 << (idle_grace_ms > 0 ? absl::StrCat(" (once idle for ",
+                                                      idle_grace_ms, " ms)")
+                                       : "");
     absl::MutexLock lock(&mu_);
-    stop_requested_ = true;
+    if (idle_grace_ms <= 0) {
+      stop_requested_ = true;
+    } else if (end_grace_ == absl::InfiniteDuration()) {
+      worker_->RefuseNewSteps(reason);
+      end_grace_ = absl::Milliseconds(idle_grace_ms);
+    }
   };
   worker_ = std::make_unique<Worker>(std::move(worker_env));
   worker_cache_->SetLocalWorker(worker_.get());
@@ -169,7 +178,16 @@ void GrpcServer::SetCluster(ClusterMap cluster) {
 absl::Status GrpcServer::Join() {
   {
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&stop_requested_));
+    auto stop_or_end = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_requested_ || end_grace_ != absl::InfiniteDuration();
+    };
+    mu_.Await(absl::Condition(&stop_or_end));
+    // The job is done: let the workers finish their last steps (new ones are
+    // refused), and stop once none has run here for the grace period.
+    while (!stop_requested_ && !worker_->IdleFor(end_grace_)) {
+      mu_.AwaitWithTimeout(absl::Condition(&stop_requested_),
+                           absl::Milliseconds(50));
+    }
   }
   // A stop requested over RPC is carried out here, off gRPC's threads.
   absl::Status s = Stop();
@@ -200,11 +218,14 @@ absl::Status GrpcServer::Stop() {
   return absl::OkStatus();
 }
 
-absl::Status ShutdownTask(const std::string& address, const std::string& reason,
-                          int64_t timeout_ms) {
+namespace {
+
+absl::Status SendShutdown(const std::string& address, const std::string& reason,
+                          int64_t idle_grace_ms, int64_t timeout_ms) {
   auto stub = proto::WorkerService::NewStub(NewChannel(address));
   proto::ShutdownRequest request;
   request.set_reason(reason);
+  request.set_idle_grace_ms(idle_grace_ms);
   proto::ShutdownResponse response;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
@@ -213,6 +234,33 @@ absl::Status ShutdownTask(const std::string& address, const std::string& reason,
   ctx.set_wait_for_ready(true);
   return FromGrpcCallStatus(stub->Shutdown(&ctx, request, &response),
                             "(shutdown target)", address, "Shutdown");
+}
+
+}  // namespace
+
+absl::Status ShutdownTask(const std::string& address, const std::string& reason,
+                          int64_t timeout_ms) {
+  return SendShutdown(address, reason, /*idle_grace_ms=*/0, timeout_ms);
+}
+
+absl::Status EndJobOnTask(const std::string& address, int64_t idle_grace_ms,
+                          int64_t timeout_ms) {
+  if (idle_grace_ms <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "EndJobOnTask(", address, "): idle_grace_ms must be positive (got ",
+        idle_grace_ms, "); use ShutdownTask to stop a task at once"));
+  }
+  return SendShutdown(address, "the chief finished training", idle_grace_ms,
+                      timeout_ms);
+}
+
+absl::Status EndJob(const ClusterSpec& cluster, int64_t idle_grace_ms,
+                    int64_t timeout_ms) {
+  absl::Status first;
+  for (const std::string& ps : cluster.tasks("ps")) {
+    first.Update(EndJobOnTask(ps, idle_grace_ms, timeout_ms));
+  }
+  return first;
 }
 
 }  // namespace distflow

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "base/thread_pool.h"
 #include "distflow/server.h"
 #include "distributed/master.h"
@@ -69,6 +70,9 @@ class GrpcServer : public Server {
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Set when the job is done (EndJobOnTask): Join stops the server once no
+  // step has run for this long. Infinite until then.
+  absl::Duration end_grace_ ABSL_GUARDED_BY(mu_) = absl::InfiniteDuration();
 };
 
 }  // namespace distflow
