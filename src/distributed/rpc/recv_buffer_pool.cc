@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "absl/strings/str_cat.h"
+
 namespace distflow {
 namespace {
 constexpr size_t kAlignment = 64;
@@ -28,7 +30,8 @@ std::shared_ptr<RecvBufferPool> RecvBufferPool::Create(size_t max_free_bytes) {
   return std::shared_ptr<RecvBufferPool>(new RecvBufferPool(max_free_bytes));
 }
 
-Tensor RecvBufferPool::Allocate(DataType dtype, const TensorShape& shape) {
+absl::StatusOr<Tensor> RecvBufferPool::Allocate(DataType dtype,
+                                                const TensorShape& shape) {
   const size_t size =
       static_cast<size_t>(shape.num_elements()) * DataTypeSize(dtype);
   if (size < kMinPooledBytes || DataTypeSize(dtype) == 0) {
@@ -49,7 +52,12 @@ Tensor RecvBufferPool::Allocate(DataType dtype, const TensorShape& shape) {
   }
   if (data == nullptr) {
     data = std::aligned_alloc(kAlignment, capacity);
-    if (data == nullptr) throw std::bad_alloc();
+    if (data == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", capacity, " bytes to receive a ",
+                       DataTypeName(dtype), shape.DebugString(),
+                       " tensor: this task is out of memory"));
+    }
   }
   return Tensor(
       dtype, shape,

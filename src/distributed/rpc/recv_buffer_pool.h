@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "distflow/tensor.h"
 
@@ -29,8 +30,9 @@ class RecvBufferPool : public std::enable_shared_from_this<RecvBufferPool> {
   ~RecvBufferPool();
 
   // An uninitialized tensor of a fixed-size `dtype`, over a reused buffer
-  // when one of the same size is idle. Thread-safe.
-  Tensor Allocate(DataType dtype, const TensorShape& shape);
+  // when one of the same size is idle. RESOURCE_EXHAUSTED naming the size
+  // when memory runs out. Thread-safe.
+  absl::StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape);
 
   // Idle bytes held (for tests).
   size_t free_bytes() const;

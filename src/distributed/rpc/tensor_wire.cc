@@ -142,13 +142,13 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
                      DataTypeName(dtype), shape.DebugString(), " tensor"));
   }
   if (header.has_same_host()) {
-    ReadFromSender(header, dtype, shape, &out);
+    DF_RETURN_IF_ERROR(ReadFromSender(header, dtype, shape, &out));
     return out;
   }
   if (data_len == total) {
     // The whole tensor in one message: one copy, from gRPC's slices straight
     // into the (aligned) tensor buffer.
-    out.value = NewTensor(dtype, shape);
+    DF_ASSIGN_OR_RETURN(out.value, NewTensor(dtype, shape));
     CopyOut(slices, 4 + header_len, data_len,
             static_cast<char*>(out.value.raw_data()));
     return out;
@@ -160,7 +160,7 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     absl::MutexLock lock(&mu_);
     Partial& partial = partial_[id];
     if (!partial.value.IsInitialized()) {
-      partial.value = NewTensor(dtype, shape);
+      DF_ASSIGN_OR_RETURN(partial.value, NewTensor(dtype, shape));
     }
     target = partial.value;
   }
@@ -177,33 +177,35 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
   return out;
 }
 
-void PushAssembler::ReadFromSender(const proto::PushTensorHeader& header,
-                                   DataType dtype, const TensorShape& shape,
-                                   Complete* out) {
+absl::Status PushAssembler::ReadFromSender(
+    const proto::PushTensorHeader& header, DataType dtype,
+    const TensorShape& shape, Complete* out) {
   const proto::SameHostTensor& where = header.same_host();
   if (!same_host_reads_) {
     out->same_host_refused = "the same-host path is off on the receiving task";
-    return;
+    return absl::OkStatus();
   }
   if (SameHostIdentity().empty() || where.host_id() != SameHostIdentity()) {
     out->same_host_refused = absl::StrCat(
         "the sender runs on another host or in another pid namespace (",
         where.host_id(), " vs ", SameHostIdentity(), ")");
-    return;
+    return absl::OkStatus();
   }
-  Tensor value = NewTensor(dtype, shape);
+  DF_ASSIGN_OR_RETURN(Tensor value, NewTensor(dtype, shape));
   absl::Status read = ReadProcessMemory(where.pid(), where.address(),
                                         value.TotalBytes(), value.raw_data());
   if (!read.ok()) {
     out->same_host_refused = std::string(read.message());
-    return;
+    return absl::OkStatus();
   }
   out->value = std::move(value);
+  return absl::OkStatus();
 }
 
-Tensor PushAssembler::NewTensor(DataType dtype, const TensorShape& shape) {
-  return pool_ != nullptr ? pool_->Allocate(dtype, shape)
-                          : Tensor::Uninitialized(dtype, shape);
+absl::StatusOr<Tensor> PushAssembler::NewTensor(DataType dtype,
+                                                const TensorShape& shape) {
+  if (pool_ != nullptr) return pool_->Allocate(dtype, shape);
+  return Tensor::Uninitialized(dtype, shape);
 }
 
 void PushAssembler::DropStep(int64_t step_id) {

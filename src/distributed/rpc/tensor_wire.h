@@ -77,10 +77,11 @@ class PushAssembler {
     Tensor value;
     int64_t received = 0;
   };
-  Tensor NewTensor(DataType dtype, const TensorShape& shape);
+  absl::StatusOr<Tensor> NewTensor(DataType dtype, const TensorShape& shape);
   // Copies a same-host push's bytes out of the sender.
-  void ReadFromSender(const proto::PushTensorHeader& header, DataType dtype,
-                      const TensorShape& shape, Complete* out);
+  absl::Status ReadFromSender(const proto::PushTensorHeader& header,
+                              DataType dtype, const TensorShape& shape,
+                              Complete* out);
 
   const std::shared_ptr<RecvBufferPool> pool_;
   const bool same_host_reads_;

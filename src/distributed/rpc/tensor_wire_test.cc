@@ -98,19 +98,30 @@ TEST(TensorWireTest, ReceiveBuffersAreReusedOnlyOnceReleased) {
 TEST(TensorWireTest, PoolKeepsAtMostItsLimitOfIdleBuffers) {
   auto pool = RecvBufferPool::Create(/*max_free_bytes=*/size_t{3} << 20);
   {
-    Tensor a = pool->Allocate(DataType::kFloat, TensorShape({1 << 18}));
-    Tensor b = pool->Allocate(DataType::kFloat, TensorShape({1 << 19}));
-    Tensor c = pool->Allocate(DataType::kFloat, TensorShape({1 << 20}));
-    Tensor small = pool->Allocate(DataType::kFloat, TensorShape({16}));
+    Tensor a = pool->Allocate(DataType::kFloat, TensorShape({1 << 18})).value();
+    Tensor b = pool->Allocate(DataType::kFloat, TensorShape({1 << 19})).value();
+    Tensor c = pool->Allocate(DataType::kFloat, TensorShape({1 << 20})).value();
+    Tensor small = pool->Allocate(DataType::kFloat, TensorShape({16})).value();
     EXPECT_EQ(small.NumElements(), 16);
   }
   // 1 MiB + 2 MiB fit; the 4 MiB buffer does not.
   EXPECT_EQ(pool->free_bytes(), size_t{3} << 20);
   {
-    Tensor d = pool->Allocate(DataType::kFloat, TensorShape({1 << 18}));
+    Tensor d = pool->Allocate(DataType::kFloat, TensorShape({1 << 18})).value();
     EXPECT_EQ(pool->free_bytes(), size_t{2} << 20);
   }
   EXPECT_EQ(pool->free_bytes(), size_t{3} << 20);
+}
+
+TEST(TensorWireTest, PoolReportsMemoryItCannotGet) {
+  auto pool = RecvBufferPool::Create(/*max_free_bytes=*/size_t{1} << 20);
+  // 64 TiB: more than any machine of ours has.
+  auto huge = pool->Allocate(DataType::kFloat, TensorShape({int64_t{1} << 44}));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(huge.status().message().find("float32[17592186044416]"),
+            std::string::npos)
+      << huge.status();
 }
 
 }  // namespace
