@@ -8,7 +8,10 @@
 // The ps task serves until the job is done. The worker places the variables
 // x and w on the ps task with the replica device setter, computes their
 // product on itself and prints [[20]] each step; when done, the chief worker
-// tells every ps task to exit.
+// ends the job (EndJob): each ps task refuses new steps and exits once none
+// runs on it. Another worker whose step is refused (OUT_OF_RANGE) because the
+// job has ended stops there. (examples/fashion_mnist also makes the chief
+// wait for the other workers before it ends the job.)
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -53,14 +56,13 @@ int main(int argc, char** argv) {
   }
   for (int step = 0; step < *steps; ++step) {
     auto out = (*session)->Run({product});
+    if (absl::IsOutOfRange(out.status())) break;  // the chief ended the job
     if (!out.ok()) return Fail(out.status());
     std::cout << (*out)[0].DebugString() << std::endl;
   }
   (void)(*session)->Close();
   if (task->is_chief) {
-    for (const std::string& ps : task->cluster.tasks("ps")) {
-      if (absl::Status s = df::ShutdownTask(ps); !s.ok()) return Fail(s);
-    }
+    if (absl::Status s = df::EndJob(task->cluster); !s.ok()) return Fail(s);
   }
   return 0;
 }

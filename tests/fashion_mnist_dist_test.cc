@@ -9,6 +9,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,51 @@ TEST(FashionMnistDistributedTest, OnePsTwoWorkersTrainAndEveryTaskExits) {
     EXPECT_GE(ValueOf(worker->Output(), "stopped at global_step"), kTrainSteps)
         << worker->Output();
   }
+}
+
+// Waits until `task` prints `text`; false if it exits or `timeout` passes
+// first.
+bool WaitForOutput(Subprocess* task, const std::string& text,
+                   std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (task->Output().find(text) == std::string::npos) {
+    if (task->Wait(std::chrono::milliseconds(0)).has_value() ||
+        std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
+// The chief finishing first must not end the job for the others: with a
+// second worker that starts only after the chief has trained all the steps,
+// the ps keeps serving (for longer than EndJob's idle grace of 2 s) until
+// that worker has reported done, and then every task exits with status 0.
+TEST(FashionMnistDistributedTest, PsOutlivesTheChiefUntilEveryWorkerIsDone) {
+  const std::string ps_hosts = Address();
+  const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
+  auto ps = StartTask("ps", 0, ps_hosts, worker_hosts);
+  auto chief = StartTask("worker", 0, ps_hosts, worker_hosts);
+  ASSERT_TRUE(WaitForOutput(chief.get(), "test_accuracy", kTimeout))
+      << chief->Output();
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  ASSERT_FALSE(ps->Wait(std::chrono::milliseconds(0)).has_value())
+      << "the ps exited before worker 1 was done: " << ps->Output();
+  ASSERT_FALSE(chief->Wait(std::chrono::milliseconds(0)).has_value())
+      << "the chief did not wait for worker 1: " << chief->Output();
+
+  auto worker1 = StartTask("worker", 1, ps_hosts, worker_hosts);
+  for (Subprocess* task : {worker1.get(), chief.get(), ps.get()}) {
+    auto code = task->Wait(kTimeout);
+    ASSERT_TRUE(code.has_value()) << "a task hung: " << task->Output();
+    EXPECT_EQ(*code, 0) << task->Output();
+  }
+  // The late worker found the last step reached: it stopped after its first
+  // step instead of training on.
+  EXPECT_LE(ValueOf(worker1->Output(), "local_steps"), 1) << worker1->Output();
+  EXPECT_GE(ValueOf(worker1->Output(), "stopped at global_step"), kTrainSteps)
+      << worker1->Output();
 }
 
 // --issync: every global step averages one gradient of each worker, so both

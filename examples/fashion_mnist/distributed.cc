@@ -20,7 +20,7 @@ namespace {
 
 // How long a worker waits for the ps tasks to start and the chief to
 // initialize the model, and how long the chief waits for the other workers
-// to finish before it stops the ps tasks anyway.
+// to finish before it ends the job anyway.
 constexpr int kStartupSeconds = 120;
 constexpr auto kWorkersDoneTimeout = std::chrono::seconds(60);
 constexpr auto kPollInterval = std::chrono::milliseconds(200);
@@ -107,6 +107,13 @@ class EveryNSteps {
   int64_t next_ = -1;
 };
 
+// True for the errors of a step refused because the chief has ended the job
+// (or of a ps already gone after it): the end of training, not a failure.
+bool JobHasEnded(const absl::Status& s) {
+  return absl::IsOutOfRange(s) || absl::IsUnavailable(s) ||
+         absl::IsCancelled(s) || absl::IsAborted(s);
+}
+
 // Trains until the stop hook ends the session at the last global step;
 // returns the local steps and the last global step read. The chief validates
 // on `test` through the plain session `control` (no hooks, no step counted).
@@ -140,9 +147,10 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
                              {m.labels, (**batch)[1]},
                              {m.dropout_rate, dropout}},
                             {m.loss, m.global_step}, {m.train});
-    if (flags.issync && absl::IsOutOfRange(out.status())) {
-      // The chief reached the last step and closed the token queue while
-      // this worker waited for a token: the job is done.
+    if (absl::IsOutOfRange(out.status())) {
+      // The job is done: the chief reached the last step and closed the
+      // sync token queue while this worker waited for a token, or it ended
+      // the job on the ps tasks (EndJob) before this worker's last step.
       break;
     }
     if (!out.ok()) return out.status();
@@ -171,8 +179,11 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
   }
   // The step read with the last training step may predate its update.
   auto last = control->Run({m.global_step});
-  if (!last.ok()) return last.status();
-  global_step = (*last)[0].scalar<int64_t>();
+  if (last.ok()) {
+    global_step = (*last)[0].scalar<int64_t>();
+  } else if (!JobHasEnded(last.status())) {
+    return last.status();
+  }
   std::printf("%s: local_steps=%lld, stopped at global_step=%lld\n",
               replica.name.c_str(), static_cast<long long>(local_steps),
               static_cast<long long>(global_step));
@@ -180,31 +191,33 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
   return std::make_pair(local_steps, global_step);
 }
 
-// The chief's ending: waits (bounded) until every replica has stopped, then
-// tells the ps tasks that the job is done.
-absl::Status StopPsTasks(df::ClientSession* session, const ReplicaGraph& g,
-                         const df::TaskConfig& task, int replicas) {
+// The chief's end of the job (its monitored session's on_training_end):
+// waits until every other replica has reported done, then ends the job on the
+// ps tasks (EndJob), which exit once no step runs on them. The wait is
+// bounded because a worker that died will never report; the job then ends
+// anyway, and a straggler finds its next step refused (OUT_OF_RANGE), which
+// it takes as the end.
+absl::Status EndJobWhenOthersAreDone(df::ClientSession* control,
+                                     const ReplicaGraph& g,
+                                     const df::TaskConfig& task, int replicas) {
+  const int others = replicas - 1;
   const auto deadline = std::chrono::steady_clock::now() + kWorkersDoneTimeout;
   int64_t done = 0;
   while (true) {
-    auto out = session->Run({g.workers_done});
+    auto out = control->Run({g.workers_done});
     if (!out.ok()) return out.status();
     done = (*out)[0].scalar<int64_t>();
-    if (done >= replicas || std::chrono::steady_clock::now() > deadline) break;
+    if (done >= others || std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(kPollInterval);
   }
-  if (done < replicas) {
+  if (done < others) {
     std::fprintf(stderr,
-                 "only %lld of %d workers finished within %lld s; stopping the "
-                 "ps tasks anyway\n",
-                 static_cast<long long>(done), replicas,
+                 "only %lld of the other %d workers finished within %lld s; "
+                 "ending the job anyway\n",
+                 static_cast<long long>(done), others,
                  static_cast<long long>(kWorkersDoneTimeout.count()));
   }
-  (void)session->Close();
-  for (const std::string& ps : task.cluster.tasks("ps")) {
-    if (absl::Status s = df::ShutdownTask(ps); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return df::EndJob(task.cluster);
 }
 
 absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
@@ -253,35 +266,33 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
         graph->model.sync->MakeSessionRunHook(replica.is_chief));
   }
   mts.hooks.push_back(df::train::StopAtStepHook::Create(last_step));
+  mts.on_training_end = [&] {
+    return EndJobWhenOthersAreDone(control->get(), *graph, task, replica.count);
+  };
   auto session = df::train::MonitoredTrainingSession::Create(root, mts);
   if (!session.ok()) return session.status();
   auto steps = TrainReplica(session->get(), control->get(), *graph, replica,
                             flags, *train, replica.is_chief ? &test : nullptr);
   if (!steps.ok()) return steps.status();
-  // The chief saves its last checkpoint here (with --checkpoint_dir).
-  if (absl::Status s = (*session)->Close(); !s.ok()) return s;
   if (replica.is_chief) {
+    // Before the job ends: EndJob makes the ps tasks refuse every step.
     auto accuracy = Evaluate(control->get(), graph->model, test);
     if (!accuracy.ok()) return accuracy.status();
     std::printf("test_accuracy=%.4f\n", *accuracy);
     std::fflush(stdout);
+    // Saves the last checkpoint (with --checkpoint_dir), then waits for the
+    // other workers and ends the job (on_training_end).
+    return (*session)->Close();
   }
-
+  if (absl::Status s = (*session)->Close(); !s.ok()) return s;
   auto marked = (*control)->Run({graph->mark_done});
-  if (replica.is_chief) {
-    if (!marked.ok()) return marked.status();
-    return StopPsTasks(control->get(), *graph, task, replica.count);
-  }
-  if (!marked.ok() && (absl::IsUnavailable(marked.status()) ||
-                       absl::IsCancelled(marked.status()) ||
-                       absl::IsAborted(marked.status()))) {
-    // This replica reached the last step; the chief has already ended the
-    // job (it gave up waiting for a slower worker).
-    std::fprintf(stderr, "%s: the ps tasks are gone after the last step: %s\n",
+  (void)(*control)->Close();
+  if (!marked.ok() && JobHasEnded(marked.status())) {
+    // The chief gave up waiting for this worker and ended the job.
+    std::fprintf(stderr, "%s: the job ended before this worker reported: %s\n",
                  replica.name.c_str(), marked.status().ToString().c_str());
     return absl::OkStatus();
   }
-  (void)(*control)->Close();
   return marked.status();
 }
 

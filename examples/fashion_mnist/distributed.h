@@ -25,12 +25,15 @@
 // - The chief evaluates on the test set every --steps_to_validate global
 //   steps and prints `test_accuracy=` at the end, through a plain session
 //   (evaluation is not a training step for the hooks).
-// - Ending: every worker, once it has stopped, adds one to a counter on the
-//   ps ("workers_done"). The chief waits until all workers have done so (or
-//   a minute has passed: a worker that died will never report) and only then
-//   shuts the ps tasks down, so no worker loses its ps in the middle of its
-//   last step. A worker that finds the ps gone while reporting has reached
-//   the last step already: that is a clean exit.
+// - Ending: every worker but the chief, once its loop has stopped, adds one
+//   to a counter on the ps ("workers_done"), as TensorFlow users do with a
+//   done queue. The chief evaluates, closes its monitored session (the last
+//   checkpoint), and in the session's on_training_end waits until all the
+//   others have reported (or a minute has passed: a worker that died will
+//   never report) before it ends the job (EndJob): the ps tasks then refuse
+//   new steps and exit with status 0 once none runs, so no ps task leaves
+//   while a worker still trains. A worker whose step or report is refused
+//   because the job has ended (OUT_OF_RANGE) stops cleanly.
 #ifndef DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
 #define DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
 
