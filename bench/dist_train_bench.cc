@@ -5,6 +5,9 @@
 //    through its own task's master) against a PyTorch RPC parameter server
 //    (bench/peers/torch_rpc_ps.py: the ps holds the parameters and Adam; each
 //    trainer pulls the parameters, computes gradients, pushes them);
+//  - the same synchronous: SyncReplicasOptimizer (one gradient of each
+//    worker averaged per global step) against the PyTorch ps averaging both
+//    trainers' gradients per step;
 //  - the cost of distribution: 1 ps + 1 worker against one process training
 //    the same model at the same batch size.
 // A setup's examples/sec is the sum of its workers' rates over their
@@ -52,10 +55,13 @@ struct Config {
   int ps_threads = 1;
   int local_threads = 2;  // of the single-process session
   int repeats = 2;        // alternating runs of each side; the best counts
+  bool sync = false;      // of a worker process: SyncReplicasOptimizer
 };
 
 // One training step of the MLP on batch `i` of the first kBatches.
-absl::Status Step(df::ClientSession* session, const fashion_mnist::Model& m,
+// `Session` is a ClientSession or a MonitoredTrainingSession.
+template <typename Session>
+absl::Status Step(Session* session, const fashion_mnist::Model& m,
                   const df::data::LabeledImages& d, int64_t i) {
   const int64_t k = i % kBatches;
   return session
@@ -68,7 +74,8 @@ absl::Status Step(df::ClientSession* session, const fashion_mnist::Model& m,
 
 // Warm-up, then `config.steps` timed steps starting at batch `first`;
 // examples/sec.
-absl::StatusOr<double> TimeSteps(df::ClientSession* session,
+template <typename Session>
+absl::StatusOr<double> TimeSteps(Session* session,
                                  const fashion_mnist::Model& m,
                                  const df::data::LabeledImages& d,
                                  int64_t first, const Config& config) {
@@ -97,6 +104,59 @@ absl::StatusOr<double> SingleProcess(const df::data::LabeledImages& d,
   return TimeSteps(session->get(), *m, d, 0, config);
 }
 
+// Synchronous training until the job ends: the chief stops at global step
+// warmup + steps and ends the job (EndJob), and a step refused after that
+// (OUT_OF_RANGE: the token queue closed, or the ps ended) ends this worker's
+// loop. Examples/sec over the steps after the warm-up.
+absl::StatusOr<double> TimeSyncSteps(
+    df::train::MonitoredTrainingSession* session, const fashion_mnist::Model& m,
+    const df::data::LabeledImages& d, int64_t first, const Config& config) {
+  auto start = std::chrono::steady_clock::now();
+  int64_t steps = 0, timed = 0;
+  while (!session->ShouldStop()) {
+    absl::Status s = Step(session, m, d, first + steps);
+    if (absl::IsOutOfRange(s)) break;
+    if (!s.ok()) return s;
+    if (++steps == config.warmup) {
+      start = std::chrono::steady_clock::now();
+    } else if (steps > config.warmup) {
+      ++timed;
+    }
+  }
+  if (timed == 0) {
+    return absl::InternalError(
+        absl::StrCat("the synchronous job ended after ", steps,
+                     " steps of this worker, within its warm-up"));
+  }
+  return timed * kBatch / bench::Seconds(start);
+}
+
+// A synchronous worker: SyncReplicasOptimizer needs a monitored session for
+// its hook (the chief's aggregation), which also initializes the model or
+// waits for it.
+absl::StatusOr<double> RunSyncWorker(const df::ClusterSpec& cluster, int index,
+                                     const std::string& target,
+                                     const df::Scope& root,
+                                     const fashion_mnist::Model& m,
+                                     const df::data::LabeledImages& d,
+                                     int64_t first, const Config& config) {
+  df::train::MonitoredTrainingSession::Options mts;
+  mts.master = target;
+  mts.is_chief = index == 0;
+  mts.max_wait_secs = 120;
+  mts.log_step_count_steps = 0;
+  mts.hooks.push_back(m.sync->MakeSessionRunHook(index == 0));
+  mts.hooks.push_back(
+      df::train::StopAtStepHook::Create(config.warmup + config.steps));
+  mts.on_training_end = [&] { return df::EndJob(cluster); };
+  auto session = df::train::MonitoredTrainingSession::Create(root, mts);
+  if (!session.ok()) return session.status();
+  auto rate = TimeSyncSteps(session->get(), m, d, first, config);
+  if (!rate.ok()) return rate.status();
+  if (absl::Status s = (*session)->Close(); !s.ok()) return s;
+  return rate;
+}
+
 // A worker process: trains on the cluster and prints examples_per_sec=.
 int RunWorker(const df::ClusterSpec& cluster, int index, const Config& config) {
   auto fail = [index](const absl::Status& s) {
@@ -113,14 +173,23 @@ int RunWorker(const df::ClusterSpec& cluster, int index, const Config& config) {
   df::Scope root = df::Scope::NewRootScope();
   df::Scope s = root.WithDeviceFunction(df::ReplicaDeviceSetter(
       cluster, absl::StrCat("/job:worker/task:", index)));
-  auto m = fashion_mnist::BuildModel(s, {});
+  fashion_mnist::ModelOptions model_options;
+  if (config.sync) model_options.sync_replicas = cluster.num_tasks("worker");
+  auto m = fashion_mnist::BuildModel(s, model_options);
   if (!m.ok()) return fail(m.status());
+  const int64_t first = index * kBatches / cluster.num_tasks("worker");
+  if (config.sync) {
+    auto rate = RunSyncWorker(cluster, index, (*server)->target(), root, *m,
+                              *data, first, config);
+    if (!rate.ok()) return fail(rate.status());
+    std::printf("examples_per_sec=%.1f\n", *rate);
+    return 0;
+  }
   df::SessionOptions options;
   options.target = (*server)->target();
   auto session = df::ClientSession::Create(root, options);
   if (!session.ok()) return fail(session.status());
   // Worker 0 initializes once the ps is up; the others wait until it has.
-  const int64_t first = index * kBatches / cluster.num_tasks("worker");
   std::vector<df::Output> initialized;
   for (const auto& var : df::ops::GlobalVariables(root)) {
     initialized.push_back(df::ops::IsVariableInitialized(s, var));
@@ -173,7 +242,7 @@ std::string SelfPath() {
 }
 
 // distflow with one ps and `workers` workers, each a process.
-absl::StatusOr<double> Distflow(int workers, const Config& config) {
+absl::StatusOr<double> Distflow(int workers, bool sync, const Config& config) {
   const std::string self = SelfPath();
   const std::string ps = absl::StrCat("127.0.0.1:", bench::PickFreePort());
   std::vector<std::string> hosts;
@@ -185,7 +254,7 @@ absl::StatusOr<double> Distflow(int workers, const Config& config) {
       absl::StrCat(" --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
                    " --steps=", config.steps, " --warmup=", config.warmup,
                    " --worker_threads=", config.worker_threads,
-                   " --ps_threads=", config.ps_threads);
+                   sync ? " --sync" : "", " --ps_threads=", config.ps_threads);
   bench::Child ps_task({self, "--role=ps", "--ps_hosts=" + ps,
                         "--worker_hosts=" + worker_hosts,
                         absl::StrCat("--ps_threads=", config.ps_threads)});
@@ -275,6 +344,7 @@ int main(int argc, char** argv) {
                  "alternating runs of each side (the best counts)")
       ->check(CLI::Range(1, 100));
   // The tasks of a measurement run as child processes of this binary.
+  app.add_flag("--sync", config.sync)->group("");
   app.add_option("--role", role)
       ->group("")
       ->check(CLI::IsMember({"ps", "worker"}));
@@ -309,13 +379,17 @@ int main(int argc, char** argv) {
   std::printf("%-30s %12s  %-24s %12s %7s\n", "distflow setup", "examples/s",
               "peer", "examples/s", "ratio");
   const bool async_ok = CompareRow(
-      "1 ps + 2 workers, async", [&] { return Distflow(2, config); },
+      "1 ps + 2 workers, async", [&] { return Distflow(2, false, config); },
       "PyTorch RPC ps, async", [&] { return Torch(2, /*sync=*/false, config); },
       config.repeats);
   const bool cost_ok = CompareRow(
-      "1 ps + 1 worker", [&] { return Distflow(1, config); },
+      "1 ps + 1 worker", [&] { return Distflow(1, false, config); },
       "distflow, one process", [&] { return SingleProcess(*data, config); },
       config.repeats);
-  const bool ok = async_ok && cost_ok;
+  const bool sync_ok = CompareRow(
+      "1 ps + 2 workers, sync", [&] { return Distflow(2, true, config); },
+      "PyTorch RPC ps, sync", [&] { return Torch(2, /*sync=*/true, config); },
+      config.repeats);
+  const bool ok = async_ok && cost_ok && sync_ok;
   return ok ? 0 : 1;
 }
