@@ -1,9 +1,14 @@
 #include "graph/partition.h"
 
+#include <algorithm>
+#include <map>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/attr_value.h"
 #include "graph/placer.h"
 
@@ -12,13 +17,13 @@ namespace {
 
 // A name that cannot clash with user nodes ('/' separates scopes; ':' is not
 // allowed in node names, so "src:1" is made "src_1").
-std::string EdgeNodeName(absl::string_view kind, const Node& src, int index,
-                         const std::string& dst_task) {
+std::string EdgeNodeName(absl::string_view kind, const std::string& src,
+                         int index, const std::string& dst_task) {
   std::string task = dst_task;
   for (char& c : task) {
     if (c == '/' || c == ':') c = '_';
   }
-  return absl::StrCat("_df_", kind, "/", src.name(), "_", index, task);
+  return absl::StrCat("_df_", kind, "/", src, "_", index, task);
 }
 
 class Partitioner {
@@ -47,12 +52,19 @@ class Partitioner {
           def.add_input(CrossData(*in.node, in.index, device));
         }
       }
+      // Control inputs from other tasks, by task: each task's cross as one
+      // edge (see CrossControlGroup).
+      std::map<std::string, std::vector<const Node*>> remote_controls;
       for (const Node* in : node->control_inputs()) {
-        if (TaskOfDevice(in->assigned_device()) == task) {
+        const std::string in_task = TaskOfDevice(in->assigned_device());
+        if (in_task == task) {
           def.add_input(absl::StrCat("^", in->name()));
         } else {
-          def.add_input(absl::StrCat("^", CrossControl(*in, device)));
+          remote_controls[in_task].push_back(in);
         }
+      }
+      for (const auto& [in_task, ins] : remote_controls) {
+        def.add_input(absl::StrCat("^", CrossControlGroup(ins, device)));
       }
       *parts_[task].add_node() = std::move(def);
     }
@@ -64,32 +76,71 @@ class Partitioner {
   std::string CrossData(const Node& src, int index,
                         const std::string& dst_device) {
     const std::string dst_task = TaskOfDevice(dst_device);
-    const std::string recv_name = EdgeNodeName("recv", src, index, dst_task);
+    const std::string recv_name =
+        EdgeNodeName("recv", src.name(), index, dst_task);
     if (!made_.emplace(recv_name).second) return recv_name;
     const std::string edge = absl::StrCat(src.name(), ":", index);
     const std::string& src_device = src.assigned_device();
 
     AddSendRecv(&parts_[TaskOfDevice(src_device)],
-                EdgeNodeName("send", src, index, dst_task), edge,
+                EdgeNodeName("send", src.name(), index, dst_task), edge,
                 &parts_[dst_task], recv_name, edge, src.output_type(index),
                 MakeAttr(src.output_shape(index)), src_device, dst_device);
     return recv_name;
   }
 
+  // The control edges from `srcs` (all on one task) to a node on
+  // `dst_device`'s task. Several cross as one: a NoOp on their task waits
+  // for all of them, and only its edge crosses. An optimizer's update group
+  // on a worker waits for every apply op on a ps; one tensor crossing
+  // instead of one per variable saves a transfer each, every step.
+  std::string CrossControlGroup(const std::vector<const Node*>& srcs,
+                                const std::string& dst_device) {
+    if (srcs.size() == 1) {
+      return CrossControl(srcs[0]->name(), srcs[0]->assigned_device(),
+                          dst_device);
+    }
+    std::vector<std::string> names;
+    for (const Node* src : srcs) names.push_back(src->name());
+    std::sort(names.begin(), names.end());
+    const std::string dst_task = TaskOfDevice(dst_device);
+    const std::string key =
+        absl::StrCat(dst_task, "|", absl::StrJoin(names, ","));
+    auto it = control_groups_.find(key);
+    if (it != control_groups_.end()) return it->second;
+
+    const std::string& src_device = srcs[0]->assigned_device();
+    const std::string group_name =
+        EdgeNodeName("ctrl_group", names[0],
+                     static_cast<int>(control_groups_.size()), dst_task);
+    proto::NodeDef* group = parts_[TaskOfDevice(src_device)].add_node();
+    group->set_name(group_name);
+    group->set_op("NoOp");
+    for (const std::string& name : names) {
+      group->add_input(absl::StrCat("^", name));
+    }
+    group->set_assigned_device(src_device);
+    const std::string recv_name =
+        CrossControl(group_name, src_device, dst_device);
+    control_groups_.emplace(key, recv_name);
+    return recv_name;
+  }
+
   // A control edge crosses as a scalar made after `src` ran.
-  std::string CrossControl(const Node& src, const std::string& dst_device) {
+  std::string CrossControl(const std::string& src,
+                           const std::string& src_device,
+                           const std::string& dst_device) {
     const std::string dst_task = TaskOfDevice(dst_device);
     const std::string recv_name = EdgeNodeName("ctrl_recv", src, 0, dst_task);
     if (!made_.emplace(recv_name).second) return recv_name;
-    const std::string& src_device = src.assigned_device();
-    const std::string edge = absl::StrCat("^", src.name());
+    const std::string edge = absl::StrCat("^", src);
     proto::GraphDef& src_part = parts_[TaskOfDevice(src_device)];
 
     const std::string dummy_name = EdgeNodeName("ctrl", src, 0, dst_task);
     proto::NodeDef* dummy = src_part.add_node();
     dummy->set_name(dummy_name);
     dummy->set_op("Const");
-    dummy->add_input(absl::StrCat("^", src.name()));
+    dummy->add_input(absl::StrCat("^", src));
     dummy->set_assigned_device(src_device);
     (*dummy->mutable_attr())["dtype"] = MakeAttr(DataType::kFloat);
     (*dummy->mutable_attr())["value"] = MakeAttr(Tensor::Scalar<float>(0));
@@ -137,6 +188,9 @@ class Partitioner {
   const Graph& graph_;
   std::map<std::string, proto::GraphDef> parts_;
   absl::flat_hash_set<std::string> made_;
+  // The _Recv name of each group of control edges, by destination task and
+  // sources.
+  absl::flat_hash_map<std::string, std::string> control_groups_;
 };
 
 }  // namespace

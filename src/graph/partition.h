@@ -16,7 +16,9 @@ namespace distflow {
 // Every edge between tasks is cut: the producer's task gets a _Send and the
 // consumer's a _Recv, both naming the edge (the rendezvous key). An output
 // needed on another task by several nodes crosses once; a control edge
-// crosses as a scalar sent after the source node ran. Partition nodes keep
+// crosses as a scalar sent after the source node ran, and a node's control
+// edges from several nodes of one other task cross as one (sent once all of
+// them ran). Partition nodes keep
 // their names and assigned devices; added nodes start with "_df_".
 absl::StatusOr<std::map<std::string, proto::GraphDef>> PartitionGraph(
     const Graph& graph);

@@ -47,5 +47,48 @@ TEST(PartitionTest, CutEdgesBecomeOneSendRecvPairPerOutputAndTask) {
   }
 }
 
+// An optimizer's update group on the worker waits for one apply op per
+// variable on the ps: those control edges cross as one tensor, not one each.
+TEST(PartitionTest, ControlEdgesFromOneTaskToOneNodeCrossOnce) {
+  Scope root = Scope::NewRootScope();
+  const Scope ps = root.WithDevice("/job:ps/task:0");
+  std::vector<Operation> updates;
+  for (const char* name : {"u1", "u2", "u3"}) {
+    updates.push_back(ops::NoOp(ps.WithOpName(name)));
+  }
+  auto local = ops::NoOp(root.WithOpName("local"));
+  updates.push_back(local);
+  auto group =
+      ops::NoOp(root.WithOpName("group").WithControlDependencies(updates));
+  // After the group, back on the ps (as the global step's increment).
+  ops::NoOp(ps.WithOpName("after").WithControlDependencies({group}));
+  ASSERT_TRUE(root.ok());
+  PlacementOptions placement;
+  placement.jobs = {{"ps", 1}, {"worker", 1}};
+  placement.default_job = "worker";
+  ASSERT_TRUE(PlaceGraph(placement, root.graph()).ok());
+  auto parts = PartitionGraph(*root.graph());
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
+  const proto::GraphDef& worker = parts->at("/job:worker/replica:0/task:0");
+  EXPECT_EQ(CountOps(ps_part, "_Send"), 1);
+  EXPECT_EQ(CountOps(worker, "_Recv"), 1);
+  EXPECT_EQ(CountOps(worker, "_Send"), 1);
+  EXPECT_EQ(CountOps(ps_part, "_Recv"), 1);
+  // The ps's NoOp that waits for u1, u2 and u3 before its edge crosses.
+  bool found = false;
+  for (const auto& node : ps_part.node()) {
+    if (node.op() != "NoOp" || node.input_size() != 3) continue;
+    found = true;
+    EXPECT_EQ(node.input(0), "^u1");
+    EXPECT_EQ(node.input(2), "^u3");
+  }
+  EXPECT_TRUE(found);
+  for (const auto& [task, def] : *parts) {
+    Graph g;
+    EXPECT_TRUE(ImportGraphDef(def, &g).ok()) << task;
+  }
+}
+
 }  // namespace
 }  // namespace distflow
