@@ -70,13 +70,15 @@ Operation AdamOptimizer::Finish(const Scope& scope,
   // The powers advance once every update of this step has used them.
   Scope s = scope.WithControlDependencies(updates);
   std::vector<Operation> all = updates;
-  all.push_back(ops::Assign(s.WithOpName("update_beta1_power"), beta1_power_,
-                            ops::Mul(s.ColocateWith(beta1_power_.handle().op()),
-                                     beta1_power_, beta1_))
+  // Each power's update stays with the power (`scope` may be colocated with
+  // the global step, on another ps).
+  const Scope at1 = s.ColocateWith(beta1_power_.handle().op());
+  const Scope at2 = s.ColocateWith(beta2_power_.handle().op());
+  all.push_back(ops::Assign(at1.WithOpName("update_beta1_power"), beta1_power_,
+                            ops::Mul(at1, beta1_power_, beta1_))
                     .op());
-  all.push_back(ops::Assign(s.WithOpName("update_beta2_power"), beta2_power_,
-                            ops::Mul(s.ColocateWith(beta2_power_.handle().op()),
-                                     beta2_power_, beta2_))
+  all.push_back(ops::Assign(at2.WithOpName("update_beta2_power"), beta2_power_,
+                            ops::Mul(at2, beta2_power_, beta2_))
                     .op());
   return ops::Group(scope.WithOpName("update"), all);
 }

@@ -1,13 +1,16 @@
 // Optimizer slots (names, placement, initial values, reuse), sparse gradients
 // through ApplyGradients, and the errors ApplyGradients reports.
+#include <map>
 #include <string>
 #include <vector>
 
 #include "distflow/ops.h"
 #include "distflow/session.h"
+#include "distflow/train/global_step.h"
 #include "distflow/train/optimizer.h"
 #include "distflow/train/optimizers.h"
 #include "graph/graph.h"
+#include "graph/placer.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
 
@@ -178,6 +181,37 @@ TEST(OptimizerSlotsTest, InvalidHyperparametersAreErrors) {
   EXPECT_TRUE(HasError(ftrl.ApplyGradients(s, {{g, w}}).status(),
                        absl::StatusCode::kInvalidArgument,
                        {"learning_rate_power"}));
+}
+
+// In between-graph training the ops that end a step (the group of updates,
+// the global step's increment, the train op) sit with the global step on a
+// ps, so that no control edge crosses to the worker and back every step;
+// Adam's power updates stay with the powers.
+TEST(OptimizerPlacementTest, StepEndsOnTheGlobalStepsTask) {
+  Scope root = Scope::NewRootScope();
+  ops::Variable global_step =
+      GetOrCreateGlobalStep(root.WithDevice("/job:ps/task:0"));
+  ops::Variable w(root.WithOpName("w").WithDevice("/job:ps/task:1"),
+                  Tensor::Vector<float>({1.0f, 2.0f}));
+  Output g = ops::Placeholder(root.WithOpName("g"), DataType::kFloat, {2});
+  AdamOptimizer adam(0.1);
+  auto train = adam.ApplyGradients(root, {{Gradient(g), w}}, global_step);
+  ASSERT_TRUE(train.ok()) << train.status();
+  PlacementOptions placement;
+  placement.jobs = {{"ps", 2}, {"worker", 1}};
+  placement.default_job = "worker";
+  ASSERT_TRUE(PlaceGraph(placement, root.graph()).ok());
+  std::map<std::string, std::string> device;
+  for (const auto& node : root.graph()->nodes()) {
+    device[node->name()] = node->assigned_device();
+  }
+  const std::string ps0 = "/job:ps/replica:0/task:0/device:CPU:0";
+  const std::string ps1 = "/job:ps/replica:0/task:1/device:CPU:0";
+  EXPECT_EQ(device[train->node()->name()], ps0);
+  EXPECT_EQ(device["Adam/update"], ps0);
+  ASSERT_FALSE(device["Adam/beta1_power"].empty());
+  EXPECT_EQ(device["Adam/update_beta1_power"], device["Adam/beta1_power"]);
+  EXPECT_EQ(device["Adam/update_w/ResourceApplyAdam"], ps1);
 }
 
 }  // namespace
