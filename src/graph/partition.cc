@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/attr_value.h"
+#include "graph/edge_packing.h"
 #include "graph/placer.h"
 
 namespace distflow {
@@ -31,6 +32,7 @@ class Partitioner {
   explicit Partitioner(const Graph& graph) : graph_(graph) {}
 
   absl::StatusOr<std::map<std::string, proto::GraphDef>> Run() {
+    packing_ = PlanEdgePacking(graph_);
     for (const auto& node : graph_.nodes()) {
       if (node->assigned_device().empty()) {
         return absl::InternalError(
@@ -48,6 +50,11 @@ class Partitioner {
         const Endpoint& in = node->input(i);
         if (TaskOfDevice(in.node->assigned_device()) == task) {
           def.add_input(absl::StrCat(in.node->name(), ":", in.index));
+        } else if (auto it = packing_.member_of.find(
+                       {in.node->name(), in.index, task});
+                   it != packing_.member_of.end()) {
+          def.add_input(
+              PackedMember(it->second.first, it->second.second, device));
         } else {
           def.add_input(CrossData(*in.node, in.index, device));
         }
@@ -87,6 +94,99 @@ class Partitioner {
                 &parts_[dst_task], recv_name, edge, src.output_type(index),
                 MakeAttr(src.output_shape(index)), src_device, dst_device);
     return recv_name;
+  }
+
+  // The name of member `m` of pack `p` on its destination task, building
+  // the pack's transfer on first use: on the source task each member is
+  // flattened and all are concatenated; one _Send/_Recv pair carries the
+  // result; on the destination each member is sliced out and reshaped.
+  std::string PackedMember(int p, int m, const std::string& dst_device) {
+    const EdgePack& pack = packing_.packs[p];
+    const std::string base =
+        EdgeNodeName("pack", std::to_string(p), 0, pack.dst_task);
+    auto member_name = [&](int i) { return absl::StrCat(base, "/member_", i); };
+    if (made_.emplace(base).second) {
+      const std::string& src_device = pack.members[0].node->assigned_device();
+      proto::GraphDef& src_part = parts_[pack.src_task];
+      proto::GraphDef& dst_part = parts_[pack.dst_task];
+      auto add = [](proto::GraphDef* part, const std::string& name,
+                    const std::string& op, const std::string& device,
+                    std::vector<std::string> inputs) {
+        proto::NodeDef* node = part->add_node();
+        node->set_name(name);
+        node->set_op(op);
+        node->set_assigned_device(device);
+        for (auto& input : inputs) node->add_input(std::move(input));
+        return node;
+      };
+      auto add_const = [&](proto::GraphDef* part, const std::string& name,
+                           const std::string& device, const Tensor& value) {
+        proto::NodeDef* node = add(part, name, "Const", device, {});
+        (*node->mutable_attr())["dtype"] = MakeAttr(value.dtype());
+        (*node->mutable_attr())["value"] = MakeAttr(value);
+      };
+      const proto::AttrValue dtype = MakeAttr(pack.dtype);
+      const proto::AttrValue int32 = MakeAttr(DataType::kInt32);
+      add_const(&src_part, base + "/flat_shape", src_device,
+                Tensor::Vector<int32_t>({-1}));
+      add_const(&src_part, base + "/axis", src_device,
+                Tensor::Scalar<int32_t>(0));
+      std::vector<std::string> flats;
+      int64_t total = 0;
+      for (size_t i = 0; i < pack.members.size(); ++i) {
+        const Endpoint& e = pack.members[i];
+        const std::string flat = absl::StrCat(base, "/flat_", i);
+        proto::NodeDef* reshape =
+            add(&src_part, flat, "Reshape", src_device,
+                {absl::StrCat(e.node->name(), ":", e.index),
+                 base + "/flat_shape:0"});
+        (*reshape->mutable_attr())["T"] = dtype;
+        (*reshape->mutable_attr())["Tshape"] = int32;
+        flats.push_back(flat + ":0");
+        total += e.node->output_shape(e.index).num_elements();
+      }
+      flats.push_back(base + "/axis:0");
+      proto::NodeDef* concat =
+          add(&src_part, base + "/concat", "Concat", src_device, flats);
+      (*concat->mutable_attr())["N"] =
+          MakeAttr(static_cast<int64_t>(pack.members.size()));
+      (*concat->mutable_attr())["T"] = dtype;
+      (*concat->mutable_attr())["Tidx"] = int32;
+
+      const std::string recv = base + "/recv";
+      AddSendRecv(&src_part, base + "/send", base + "/concat:0", &dst_part,
+                  recv, base, pack.dtype, MakeAttr(TensorShape({total})),
+                  src_device, dst_device);
+      int64_t offset = 0;
+      for (size_t i = 0; i < pack.members.size(); ++i) {
+        const Endpoint& e = pack.members[i];
+        const PartialTensorShape& shape = e.node->output_shape(e.index);
+        const int64_t n = shape.num_elements();
+        const std::string slice = absl::StrCat(base, "/slice_", i);
+        add_const(&dst_part, slice + "/begin", dst_device,
+                  Tensor::Vector<int32_t>({static_cast<int32_t>(offset)}));
+        add_const(&dst_part, slice + "/size", dst_device,
+                  Tensor::Vector<int32_t>({static_cast<int32_t>(n)}));
+        proto::NodeDef* sliced =
+            add(&dst_part, slice, "Slice", dst_device,
+                {recv + ":0", slice + "/begin:0", slice + "/size:0"});
+        (*sliced->mutable_attr())["T"] = dtype;
+        (*sliced->mutable_attr())["Index"] = int32;
+        std::vector<int32_t> dims;
+        for (int64_t d : shape.dim_sizes()) {
+          dims.push_back(static_cast<int32_t>(d));
+        }
+        add_const(&dst_part, member_name(i) + "/shape", dst_device,
+                  Tensor::Vector<int32_t>(dims));
+        proto::NodeDef* reshape =
+            add(&dst_part, member_name(i), "Reshape", dst_device,
+                {slice + ":0", member_name(i) + "/shape:0"});
+        (*reshape->mutable_attr())["T"] = dtype;
+        (*reshape->mutable_attr())["Tshape"] = int32;
+        offset += n;
+      }
+    }
+    return member_name(m) + ":0";
   }
 
   // The control edges from `srcs` (all on one task) to a node on
@@ -188,6 +288,7 @@ class Partitioner {
   const Graph& graph_;
   std::map<std::string, proto::GraphDef> parts_;
   absl::flat_hash_set<std::string> made_;
+  EdgePackingPlan packing_;
   // The _Recv name of each group of control edges, by destination task and
   // sources.
   absl::flat_hash_map<std::string, std::string> control_groups_;

@@ -1,7 +1,11 @@
 #include "graph/partition.h"
 
+#include <map>
+#include <string>
+
 #include "distflow/ops.h"
 #include "distflow/scope.h"
+#include "graph/edge_packing.h"
 #include "graph/graph_def_io.h"
 #include "graph/placer.h"
 #include "gtest/gtest.h"
@@ -88,6 +92,62 @@ TEST(PartitionTest, ControlEdgesFromOneTaskToOneNodeCrossOnce) {
     Graph g;
     EXPECT_TRUE(ImportGraphDef(def, &g).ok()) << task;
   }
+}
+
+absl::StatusOr<std::map<std::string, proto::GraphDef>> PlaceAndPartition(
+    const Scope& root) {
+  PlacementOptions placement;
+  placement.jobs = {{"ps", 1}, {"worker", 1}};
+  placement.default_job = "worker";
+  if (absl::Status s = PlaceGraph(placement, root.graph()); !s.ok()) return s;
+  return PartitionGraph(*root.graph());
+}
+
+// A small network's biases cross in one transfer; a tensor over the packing
+// limit crosses on its own.
+TEST(PartitionTest, SmallTensorsToOneTaskCrossAsOnePackedTensor) {
+  Scope root = Scope::NewRootScope();
+  const Scope ps = root.WithDevice("/job:ps/task:0");
+  auto a = ops::Const(ps.WithOpName("a"), Tensor::Vector<float>({1, 2}));
+  auto b = ops::Const(ps.WithOpName("b"), 3.0f);
+  auto c =
+      ops::Const(ps.WithOpName("c"), Tensor::Matrix<float>({{4, 5}, {7, 8}}));
+  auto big = ops::Fill(ps.WithOpName("big"),
+                       Tensor::Vector<int64_t>({kMaxPackedTensorBytes}), 1.0f);
+  auto sum = ops::Add(root.WithOpName("sum"), ops::Add(root, a, b), c);
+  ops::Add(root.WithOpName("more"), big, big);
+  ops::Identity(root.WithOpName("out"), sum);
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto parts = PlaceAndPartition(root);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
+  const proto::GraphDef& worker = parts->at("/job:worker/replica:0/task:0");
+  EXPECT_EQ(CountOps(ps_part, "_Send"), 2);  // a, b and c packed; big
+  EXPECT_EQ(CountOps(ps_part, "Concat"), 1);
+  EXPECT_EQ(CountOps(worker, "_Recv"), 2);
+  EXPECT_EQ(CountOps(worker, "Slice"), 3);
+  for (const auto& [task, def] : *parts) {
+    Graph g;
+    EXPECT_TRUE(ImportGraphDef(def, &g).ok()) << task;
+  }
+}
+
+// A packed transfer waits for all its tensors: two small tensors where the
+// second is computed from what the first one's consumer sends back would
+// deadlock if packed, so they cross separately.
+TEST(PartitionTest, TensorsThatDependOnEachOthersConsumersAreNotPacked) {
+  Scope root = Scope::NewRootScope();
+  const Scope ps = root.WithDevice("/job:ps/task:0");
+  auto x = ops::Const(ps.WithOpName("x"), Tensor::Vector<float>({1, 2}));
+  auto y = ops::Add(root.WithOpName("y"), x, x);  // on the worker
+  auto z = ops::Add(ps.WithOpName("z"), y, y);    // back on the ps
+  ops::Add(root.WithOpName("w"), z, x);           // on the worker
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto parts = PlaceAndPartition(root);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
+  EXPECT_EQ(CountOps(ps_part, "_Send"), 2);
+  EXPECT_EQ(CountOps(ps_part, "Concat"), 0);
 }
 
 }  // namespace

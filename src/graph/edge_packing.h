@@ -1,0 +1,53 @@
+// Which cut edges of a placed graph cross between tasks packed together.
+//
+// Every tensor that crosses between two tasks costs a transfer of its own
+// every step, and for a small tensor that fixed cost is all there is: a
+// between-graph training step of a small network moves each bias, and each
+// small weight, from the ps and its gradient back. The partitioner
+// (graph/partition.h) joins the small tensors that go from one task to
+// another into one tensor (flattened and concatenated on the sender, sliced
+// and reshaped on the receiver) following this plan.
+#ifndef DISTFLOW_GRAPH_EDGE_PACKING_H_
+#define DISTFLOW_GRAPH_EDGE_PACKING_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace distflow {
+
+// Tensors of at most this many bytes are packed.
+inline constexpr int64_t kMaxPackedTensorBytes = 64 * 1024;
+
+// The tensors of one packed transfer: outputs of nodes on `src_task`, all of
+// `dtype` and of fully known shapes, consumed on `dst_task`.
+struct EdgePack {
+  std::string src_task;
+  std::string dst_task;
+  DataType dtype = DataType::kFloat;
+  std::vector<Endpoint> members;  // in the order they are concatenated
+};
+
+struct EdgePackingPlan {
+  std::vector<EdgePack> packs;
+  // (source node name, output index, destination task) -> (pack, member).
+  std::map<std::tuple<std::string, int, std::string>, std::pair<int, int>>
+      member_of;
+};
+
+// Groups the small cut edges of `graph` (whose nodes all have an assigned
+// device) by source task, destination task and dtype, keeping only groups of
+// two or more. A packed transfer waits for all its tensors, so a group is
+// kept only if that wait cannot close a cycle: each kept group's "every
+// consumer waits for every member" dependencies, added to the graph's edges
+// and to the groups kept before it, must leave the graph acyclic, so no
+// step can deadlock on a packed transfer.
+EdgePackingPlan PlanEdgePacking(const Graph& graph);
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_GRAPH_EDGE_PACKING_H_
