@@ -1,0 +1,226 @@
+#include "server_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "distflow/cluster.h"
+#include "distflow/server.h"
+#include "exit_code.h"
+
+namespace distflow {
+namespace tools {
+namespace {
+
+struct ServerFlags {
+  std::string job_name;
+  int task_index = 0;
+  std::string ps_hosts;
+  std::string worker_hosts;
+  std::string cluster_spec;
+  ServerOptions options;
+  // Which of the seeds' flags were given (CLI11 knows after parsing).
+  CLI::Option* job_name_option = nullptr;
+  CLI::Option* task_index_option = nullptr;
+  CLI::Option* ps_hosts_option = nullptr;
+  CLI::Option* worker_hosts_option = nullptr;
+};
+
+constexpr char kSummary[] =
+    "Run the server of one task (such as a ps task) until the job is done";
+
+constexpr char kDetails[] =
+    "Runs the server of one task of a cluster until the job is done: for\n"
+    "tasks that run no program of their own, such as ps tasks. The task\n"
+    "comes from the seeds' flags, from --cluster_spec with --job_name and\n"
+    "--task_index, or, without flags, from the TF_CONFIG environment\n"
+    "variable.";
+
+constexpr char kFooter[] =
+    "Examples:\n"
+    "  distflow server --job_name=ps --task_index=0 \\\n"
+    "      --ps_hosts=10.0.0.1:2222 "
+    "--worker_hosts=10.0.0.2:2222,10.0.0.3:2222\n"
+    "  distflow server --cluster_spec=cluster.json --job_name=ps "
+    "--task_index=1\n"
+    "  TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": \"ps\", "
+    "\"index\": 0}}' distflow server\n"
+    "\n"
+    "Exit status: 0 when the job is done (the chief called EndJob or\n"
+    "ShutdownTask) or on SIGTERM (a clean stop requested by a launcher or\n"
+    "an orchestrator); 130 on SIGINT (interrupted, as shells report it);\n"
+    "1 if the server fails (its port is in use); 2 for a wrong command line\n"
+    "(a bad flag, a task that is not in the cluster).";
+
+// The task from --cluster_spec, else from the seeds' flags or TF_CONFIG (as
+// every distflow program reads them).
+absl::StatusOr<TaskConfig> ResolveTask(const ServerFlags& flags) {
+  if (!flags.cluster_spec.empty()) {
+    TaskConfig task;
+    auto cluster = ClusterSpec::FromJsonFile(flags.cluster_spec);
+    if (!cluster.ok()) return cluster.status();
+    task.cluster = *std::move(cluster);
+    if (flags.job_name.empty()) {
+      return absl::InvalidArgumentError(
+          "--cluster_spec needs --job_name (and --task_index unless 0)");
+    }
+    task.job_name = flags.job_name;
+    task.task_index = flags.task_index;
+    auto address = task.cluster.TaskAddress(task.job_name, task.task_index);
+    if (!address.ok()) return address.status();
+    return task;
+  }
+  std::vector<std::string> args = {"distflow server"};
+  auto add = [&args](const CLI::Option* option, const std::string& flag,
+                     const std::string& value) {
+    if (option->count() > 0)
+      args.push_back(absl::StrCat("--", flag, "=", value));
+  };
+  add(flags.job_name_option, "job_name", flags.job_name);
+  add(flags.task_index_option, "task_index", std::to_string(flags.task_index));
+  add(flags.ps_hosts_option, "ps_hosts", flags.ps_hosts);
+  add(flags.worker_hosts_option, "worker_hosts", flags.worker_hosts);
+  const char* tf_config = std::getenv("TF_CONFIG");
+  return ParseTaskConfig(args, tf_config == nullptr ? "" : tf_config);
+}
+
+// Turns SIGINT and SIGTERM into Server::Stop. The handler only writes the
+// signal's number to a pipe (write is async-signal-safe); a watcher thread
+// reads it and stops the server. A handler, unlike a blocked signal taken by
+// sigwait, works whichever thread the kernel delivers the signal to, threads
+// started before the command ran included.
+int signal_pipe_write_end = -1;
+
+void OnStopSignal(int signo) {
+  const unsigned char byte = static_cast<unsigned char>(signo);
+  (void)!write(signal_pipe_write_end, &byte, 1);
+}
+
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    if (pipe(fds_) != 0) return;  // no pipe: signals keep their default
+    signal_pipe_write_end = fds_[1];
+    struct sigaction action = {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+  }
+  ~SignalWatcher() {
+    StopWatching();
+    if (fds_[0] < 0) return;
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+
+  // Starts watching: the first signal stops `server`.
+  void Watch(Server* server) {
+    if (fds_[0] < 0) return;
+    thread_ = std::thread([this, server] {
+      unsigned char byte = 0;
+      while (read(fds_[0], &byte, 1) < 0 && errno == EINTR) {
+      }
+      if (byte == 0) return;
+      signal_ = byte;
+      (void)server->Stop();
+    });
+  }
+  // Gives the signals back their default action and ends the watcher thread:
+  // after this no signal touches the server, which may then be destroyed.
+  void StopWatching() {
+    if (fds_[0] < 0) return;
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    if (!thread_.joinable()) return;
+    const unsigned char wake = 0;  // not a signal: the watcher just ends
+    (void)!write(fds_[1], &wake, 1);
+    thread_.join();
+  }
+  // The signal that stopped the server; 0 if none.
+  int stop_signal() const { return signal_; }
+
+ private:
+  int fds_[2] = {-1, -1};
+  std::thread thread_;
+  std::atomic<int> signal_{0};
+};
+
+int RunServer(const ServerFlags& flags) {
+  auto task = ResolveTask(flags);
+  if (!task.ok()) {
+    std::cerr << "distflow server: " << task.status().message()
+              << "\nRun 'distflow server --help' for the flags.\n";
+    return kExitUsage;
+  }
+  SignalWatcher watcher;
+  auto server = Server::Create(task->cluster, task->job_name, task->task_index,
+                               flags.options);
+  if (!server.ok()) {
+    std::cerr << "distflow server: " << server.status() << "\n";
+    return absl::IsInvalidArgument(server.status()) ? kExitUsage : kExitFailure;
+  }
+  watcher.Watch(server->get());
+  std::cout << "distflow server: task " << task->TaskDevice() << " serving on "
+            << (*server)->target() << ", cluster "
+            << task->cluster.DebugString() << std::endl;
+  const absl::Status joined = (*server)->Join();
+  watcher.StopWatching();
+  if (!joined.ok()) {
+    std::cerr << "distflow server: task " << task->TaskDevice()
+              << " stopped with an error: " << joined << "\n";
+    return kExitFailure;
+  }
+  const int signo = watcher.stop_signal();
+  std::cout << "distflow server: task " << task->TaskDevice() << " stopped"
+            << (signo == 0 ? ": the job is done"
+                           : absl::StrCat(" by ", strsignal(signo)))
+            << std::endl;
+  return signo == SIGINT ? 128 + SIGINT : kExitOk;
+}
+
+}  // namespace
+
+void AddServerCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServerFlags>();
+  CLI::App* cmd = app.add_subcommand("server", kSummary);
+  // CLI11 prints the footer after the flags: the details, then examples.
+  cmd->footer(absl::StrCat(kDetails, "\n\n", kFooter));
+  flags->job_name_option =
+      cmd->add_option("--job_name", flags->job_name,
+                      "This task's job: ps, worker, chief or evaluator");
+  flags->task_index_option =
+      cmd->add_option("--task_index", flags->task_index,
+                      "This task's index in its job (default 0)")
+          ->check(CLI::NonNegativeNumber);
+  flags->ps_hosts_option = cmd->add_option(
+      "--ps_hosts", flags->ps_hosts, "The ps tasks: host:port,host:port,...");
+  flags->worker_hosts_option =
+      cmd->add_option("--worker_hosts", flags->worker_hosts,
+                      "The worker tasks: host:port,host:port,...");
+  cmd->add_option("--cluster_spec", flags->cluster_spec,
+                  "A JSON file {\"ps\": [\"host:port\", ...], \"worker\": "
+                  "[...]} instead of --ps_hosts and --worker_hosts")
+      ->excludes(flags->ps_hosts_option)
+      ->excludes(flags->worker_hosts_option);
+  cmd->add_option("--inter_op_threads", flags->options.inter_op_threads,
+                  "Threads that run independent ops (0: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--intra_op_threads", flags->options.intra_op_threads,
+                  "Threads one op may use (0: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([flags] { ExitWith(RunServer(*flags)); });
+}
+
+}  // namespace tools
+}  // namespace distflow
