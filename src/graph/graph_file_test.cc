@@ -50,10 +50,9 @@ TEST(GraphFileTest, AFileThatIsNoGraphIsRefusedNamingItAndThePosition) {
   EXPECT_EQ(def.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(def.status().message(), HasSubstr(path));
   EXPECT_THAT(def.status().message(), HasSubstr("line 3"));
-  EXPECT_EQ(ReadGraphDefFile(::testing::TempDir() + "missing.pb")
-                .status()
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      ReadGraphDefFile(::testing::TempDir() + "missing.pb").status().code(),
+      absl::StatusCode::kNotFound);
 }
 
 TEST(GraphFileTest, ANewerVersionIsRefused) {
