@@ -24,6 +24,7 @@
 #include "distflow/session.h"
 #include "distflow/train/global_step.h"
 #include "distflow/train/saver.h"
+#include "distributed/rpc/test_cluster.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -184,6 +185,39 @@ TEST(InspectCommandTest, JsonHasTheSameFactsSortedByName) {
     EXPECT_NEAR(t["mean"].get<double>(), want->second.mean, 1e-12);
     ++want;
   }
+}
+
+TEST(InspectCommandTest, ACheckpointOfTwoPsTasksShowsEachTensorsShard) {
+  // Every ps task of a real cluster writes its own shard.
+  auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  ops::Variable(root.WithDevice("/job:ps/task:0").WithOpName("embedding"),
+                Tensor::Matrix<float>({{1, 2}, {3, 4}, {5, 6}}));
+  ops::Variable(root.WithDevice("/job:ps/task:1").WithOpName("scale"),
+                Tensor::Vector<double>({-8, 0.25}));
+  auto init = ops::GlobalVariablesInitializer(root);
+  auto saver = train::Saver::Create(root);
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  SessionOptions options;
+  options.target = (*cluster)->server("worker", 0)->target();
+  auto session = ClientSession::Create(root, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->RunTargets({init}).ok());
+  const std::string dir = TestDir();
+  ASSERT_TRUE((*saver)->Save(session->get(), dir, 5).ok());
+
+  CommandResult run = RunDistflow({"inspect", dir});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("in 2 shards"));
+  auto rows = TableRows(run.output);
+  EXPECT_EQ(rows["embedding"][6],
+            "model.ckpt-5.shard-00000-of-00002.safetensors");
+  EXPECT_EQ(rows["embedding"][3], "1");
+  EXPECT_EQ(rows["embedding"][5], "3.5");
+  EXPECT_EQ(rows["scale"][6], "model.ckpt-5.shard-00001-of-00002.safetensors");
+  EXPECT_EQ(rows["scale"][4], "0.25");
+  EXPECT_EQ(rows["scale"][5], "-3.875");
 }
 
 TEST(InspectCommandTest, ADamagedTensorIsReportedNamingItAndItsFile) {
