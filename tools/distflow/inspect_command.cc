@@ -41,7 +41,8 @@ constexpr char kDetails[] =
 
 constexpr char kFooter[] =
     "CHECKPOINT is a checkpoint directory (its latest checkpoint is shown),\n"
-    "an index file (model.ckpt-200.index.json) or a prefix (model.ckpt-200).\n"
+    "an index file (model.ckpt-200.index.json), a prefix (model.ckpt-200)\n"
+    "or one of its shard files (the whole checkpoint is shown).\n"
     "\n"
     "Examples:\n"
     "  distflow inspect /tmp/train_logs\n"
@@ -71,7 +72,7 @@ struct CheckpointReport {
 };
 
 // The prefix of the checkpoint that `path` names: a directory's latest, an
-// index file's, or `path` itself when its index exists.
+// index or shard file's, or `path` itself when its index exists.
 absl::StatusOr<std::string> ResolvePrefix(const std::string& path) {
   std::error_code error;
   if (fs::is_directory(path, error)) {
@@ -83,6 +84,11 @@ absl::StatusOr<std::string> ResolvePrefix(const std::string& path) {
           "): give a directory a Saver wrote to, an index file or a prefix"));
     }
     return latest;
+  }
+  // One of the checkpoint's shard files: "<prefix>.shard-00000-of-00002...".
+  if (absl::EndsWith(path, ".safetensors")) {
+    const size_t shard = path.rfind(".shard-");
+    if (shard != std::string::npos) return path.substr(0, shard);
   }
   if (absl::EndsWith(path, kIndexSuffix)) {
     return path.substr(0, path.size() - std::string(kIndexSuffix).size());

@@ -141,9 +141,11 @@ void ExpectClose(const std::string& printed, double expected,
 TEST(InspectCommandTest, PrintsStepAndEveryTensorsShapeAndStatistics) {
   std::map<std::string, Expected> expected;
   const std::string dir = SaveModel(&expected);
-  // The directory, the index file and the prefix all name the checkpoint.
+  // The directory, the index file, the prefix and a shard all name the
+  // checkpoint.
   for (const std::string& path :
-       {dir, dir + "/model.ckpt-37.index.json", dir + "/model.ckpt-37"}) {
+       {dir, dir + "/model.ckpt-37.index.json", dir + "/model.ckpt-37",
+        dir + "/model.ckpt-37.shard-00000-of-00001.safetensors"}) {
     CommandResult run = RunDistflow({"inspect", path});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("global step: 37"));

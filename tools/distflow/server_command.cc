@@ -163,6 +163,13 @@ int RunServer(const ServerFlags& flags) {
               << "\nRun 'distflow server --help' for the flags.\n";
     return kExitUsage;
   }
+  if (!task->cluster.HasJob(task->job_name)) {
+    // TF_CONFIG lets an evaluator run beside the cluster, outside it.
+    std::cerr << "distflow server: job '" << task->job_name
+              << "' is not in the cluster (" << task->cluster.JobSummary()
+              << "): its tasks run beside the cluster and need no server\n";
+    return kExitUsage;
+  }
   SignalWatcher watcher;
   auto server = Server::Create(task->cluster, task->job_name, task->task_index,
                                flags.options);
