@@ -2,7 +2,10 @@
 #ifndef DISTFLOW_TOOLS_DISTFLOW_COMMAND_TEST_UTIL_H_
 #define DISTFLOW_TOOLS_DISTFLOW_COMMAND_TEST_UTIL_H_
 
+#include <stdlib.h>
+
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,26 @@ inline CommandResult RunDistflow(std::vector<std::string> args) {
   EXPECT_TRUE(code.has_value()) << "distflow hung: " << process.Output();
   return {code.value_or(-1), process.Output()};
 }
+
+// A new directory under the test's temporary directory, removed with all it
+// holds when the object goes away.
+class ScopedTempDir {
+ public:
+  ScopedTempDir() : path_(::testing::TempDir() + "distflow_command_XXXXXX") {
+    EXPECT_NE(mkdtemp(path_.data()), nullptr) << path_;
+  }
+  ~ScopedTempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace testing
 }  // namespace distflow

@@ -22,14 +22,9 @@ namespace {
 
 using ::distflow::testing::CommandResult;
 using ::distflow::testing::RunDistflow;
+using ::distflow::testing::ScopedTempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string TempPath(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "distflow_graph_XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir + "/" + name;
-}
 
 // The seeds' between-graph model: variables on the ps tasks by the replica
 // device setter, the product on the worker; plus a large constant.
@@ -53,7 +48,8 @@ Scope BetweenGraphModel() {
 
 TEST(GraphCommandTest, PrintsNodesWithInputsDevicesAndAttributes) {
   for (const std::string name : {"model.pb", "model.pbtxt"}) {
-    const std::string path = TempPath(name);
+    ScopedTempDir dir;
+    const std::string path = dir.path() + "/" + name;
     ASSERT_TRUE(WriteGraphFile(BetweenGraphModel(), path).ok());
     CommandResult run = RunDistflow({"graph", path});
     ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -78,7 +74,8 @@ TEST(GraphCommandTest, PrintsNodesWithInputsDevicesAndAttributes) {
 }
 
 TEST(GraphCommandTest, DevicesGroupsTheNodesByDevice) {
-  const std::string path = TempPath("model.pb");
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/model.pb";
   ASSERT_TRUE(WriteGraphFile(BetweenGraphModel(), path).ok());
   CommandResult run = RunDistflow({"graph", "--devices", path});
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -96,7 +93,8 @@ TEST(GraphCommandTest, DevicesGroupsTheNodesByDevice) {
 }
 
 TEST(GraphCommandTest, AFileThatIsNoGraphIsNamed) {
-  const std::string path = TempPath("notes.txt");
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/notes.txt";
   std::ofstream(path) << "these are not the nodes you are looking for\n";
   CommandResult run = RunDistflow({"graph", path});
   EXPECT_EQ(run.exit_code, 1);

@@ -34,13 +34,8 @@ namespace {
 
 using ::distflow::testing::CommandResult;
 using ::distflow::testing::RunDistflow;
+using ::distflow::testing::ScopedTempDir;
 using ::testing::HasSubstr;
-
-std::string TestDir() {
-  std::string dir = ::testing::TempDir() + "distflow_inspect_XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
 
 // Values a test knows, and their statistics computed here.
 struct Expected {
@@ -56,9 +51,10 @@ Expected StatsOf(const std::vector<double>& values,
 }
 
 // A model of random float32, float64 and int32 variables and the global step,
-// saved at step 37. Returns the checkpoint directory; `expected` gets each
-// tensor's shape and statistics.
-std::string SaveModel(std::map<std::string, Expected>* expected) {
+// saved at step 37 in `dir`; `expected` gets each tensor's shape and
+// statistics.
+void SaveModel(const std::string& dir,
+               std::map<std::string, Expected>* expected) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.5f, 2.0f);
   std::uniform_int_distribution<int32_t> ints(-1000, 1000);
@@ -101,10 +97,8 @@ std::string SaveModel(std::map<std::string, Expected>* expected) {
   auto session = ClientSession::Create(root);
   EXPECT_TRUE(session.ok()) << session.status();
   EXPECT_TRUE((*session)->RunTargets({init}).ok());
-  const std::string dir = TestDir();
   auto prefix = (*saver)->Save(session->get(), dir, 37);
   EXPECT_TRUE(prefix.ok()) << prefix.status();
-  return dir;
 }
 
 // The table's rows by tensor name, each split into its cells.
@@ -140,7 +134,9 @@ void ExpectClose(const std::string& printed, double expected,
 
 TEST(InspectCommandTest, PrintsStepAndEveryTensorsShapeAndStatistics) {
   std::map<std::string, Expected> expected;
-  const std::string dir = SaveModel(&expected);
+  ScopedTempDir temp;
+  const std::string& dir = temp.path();
+  SaveModel(dir, &expected);
   // The directory, the index file, the prefix and a shard all name the
   // checkpoint.
   for (const std::string& path :
@@ -171,7 +167,9 @@ TEST(InspectCommandTest, PrintsStepAndEveryTensorsShapeAndStatistics) {
 
 TEST(InspectCommandTest, JsonHasTheSameFactsSortedByName) {
   std::map<std::string, Expected> expected;
-  const std::string dir = SaveModel(&expected);
+  ScopedTempDir temp;
+  const std::string& dir = temp.path();
+  SaveModel(dir, &expected);
   CommandResult run = RunDistflow({"inspect", "--json", dir});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto json = nlohmann::json::parse(run.output, nullptr, false);
@@ -206,7 +204,8 @@ TEST(InspectCommandTest, ACheckpointOfTwoPsTasksShowsEachTensorsShard) {
   auto session = ClientSession::Create(root, options);
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->RunTargets({init}).ok());
-  const std::string dir = TestDir();
+  ScopedTempDir temp;
+  const std::string& dir = temp.path();
   ASSERT_TRUE((*saver)->Save(session->get(), dir, 5).ok());
 
   CommandResult run = RunDistflow({"inspect", dir});
@@ -224,7 +223,9 @@ TEST(InspectCommandTest, ACheckpointOfTwoPsTasksShowsEachTensorsShard) {
 
 TEST(InspectCommandTest, ADamagedTensorIsReportedNamingItAndItsFile) {
   std::map<std::string, Expected> expected;
-  const std::string dir = SaveModel(&expected);
+  ScopedTempDir temp;
+  const std::string& dir = temp.path();
+  SaveModel(dir, &expected);
   const std::string shard =
       dir + "/model.ckpt-37.shard-00000-of-00001.safetensors";
   uint64_t offset = 0;
@@ -259,7 +260,8 @@ TEST(InspectCommandTest, ADamagedTensorIsReportedNamingItAndItsFile) {
 }
 
 TEST(InspectCommandTest, APathWithoutCheckpointIsNamed) {
-  const std::string dir = TestDir();
+  ScopedTempDir temp;
+  const std::string& dir = temp.path();
   CommandResult run = RunDistflow({"inspect", dir});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, HasSubstr(dir));

@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "command_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "subprocess.h"
 
 namespace distflow {
 namespace {
 
 using ::distflow::testing::PickFreePort;
+using ::distflow::testing::ScopedTempDir;
 using ::distflow::testing::Subprocess;
 using ::testing::HasSubstr;
 
@@ -67,7 +68,8 @@ TEST(ServerCommandTest, PsTaskServesABetweenGraphWorkerAndExitsWhenTheJobEnds) {
 TEST(ServerCommandTest, SigtermStopsCleanlyAndSigintExits130) {
   // The cluster from --cluster_spec, then from TF_CONFIG.
   const std::string ps = Address(), worker = Address();
-  const std::string spec = ::testing::TempDir() + "distflow_cluster.json";
+  ScopedTempDir dir;
+  const std::string spec = dir.path() + "/cluster.json";
   std::ofstream(spec) << "{\"ps\": [\"" << ps << "\"], \"worker\": [\""
                       << worker << "\"]}";
   auto from_file = StartServer(
