@@ -1,7 +1,5 @@
 // `distflow graph` on graphs saved with WriteGraphFile, run as the user runs
 // it: build/bin/distflow in a child process.
-#include <stdlib.h>
-
 #include <chrono>
 #include <fstream>
 #include <string>

@@ -1,7 +1,5 @@
 // `distflow inspect` on checkpoints written by a real Saver, run as the user
 // runs it: build/bin/distflow in a child process.
-#include <stdlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
