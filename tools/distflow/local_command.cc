@@ -44,7 +44,7 @@ stops the rest and exits with that task's status (128+N for signal N).
 Ctrl-C (SIGINT) or SIGTERM sends SIGTERM to every task, then SIGKILL after
 --grace_period seconds (or at once on a second Ctrl-C), and exits with 130
 (143 for SIGTERM). Once the workers are done, ps tasks that do not exit by
-themselves within 10 seconds are stopped.
+themselves within --ps_wait seconds are stopped.
 
 Example:
   distflow local --ps=1 --workers=2 -- ./build/bin/fashion_mnist --train_steps=3000
@@ -56,6 +56,7 @@ struct LocalFlags {
   bool chief = false;
   std::string log_dir;
   double grace_period = 5;
+  double ps_wait = 10;
   std::vector<std::string> program;
 };
 
@@ -89,6 +90,7 @@ int RunLocal(const LocalFlags& flags) {
   options.chief = ChiefTaskName(cluster);
   options.default_last_step = TrainStepsFlag(flags.program);
   options.grace_secs = flags.grace_period;
+  options.ps_exit_secs = flags.ps_wait;
   options.log_dir = flags.log_dir;
   options.colour = ShouldColour(STDOUT_FILENO);
   Console console(stdout, stderr, isatty(STDOUT_FILENO) == 1);
@@ -115,6 +117,12 @@ void AddLocalCommand(CLI::App& app) {
       ->add_option("--grace_period", flags->grace_period,
                    "seconds a task has to exit after SIGTERM before SIGKILL")
       ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  local
+      ->add_option("--ps_wait", flags->ps_wait,
+                   "seconds the ps tasks have to exit by themselves once every "
+                   "worker has finished, before they are stopped")
+      ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   local
       ->add_option("program", flags->program,

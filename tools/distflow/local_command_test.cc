@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -53,6 +54,20 @@ std::vector<pid_t> PrintedPids(const std::string& output) {
     }
   }
   return pids;
+}
+
+// The pid that `task` printed as "pid=N" (0 if none).
+pid_t PidOf(const std::string& output, const std::string& task) {
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (!absl::StartsWith(line, task + " ")) continue;
+    const size_t at = line.find("| pid=");
+    int pid = 0;
+    if (at != absl::string_view::npos &&
+        absl::SimpleAtoi(line.substr(at + 6), &pid)) {
+      return pid;
+    }
+  }
+  return 0;
 }
 
 bool Gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
@@ -112,8 +127,7 @@ TEST(DistflowLocalTest, ChiefJobGetsTfConfigOnly) {
 TEST(DistflowLocalTest, ReportsAFailedTaskWithItsExitCodeAndLastLines) {
   Subprocess local(
       LocalShell({"--ps=1", "--workers=2"},
-                 "echo pid=$$; case \"$*\" in *'--task_index=1 '*worker*|"
-                 "*worker*'--task_index=1 '*) "
+                 "echo pid=$$; case \"$*\" in *task_index=1*) sleep 0.3; "
                  "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo line $i; done; "
                  "echo 'shape [3,4] does not match [4]' >&2; exit 3;; esac; "
                  "exec sleep 30"));
@@ -146,11 +160,13 @@ TEST(DistflowLocalTest, NamesTheSignalThatKilledATask) {
 }
 
 TEST(DistflowLocalTest, CtrlCStopsEveryTaskAndExits130) {
-  // worker1 ignores SIGTERM, so it needs the SIGKILL after the grace period.
-  Subprocess local(
-      LocalShell({"--ps=1", "--workers=2", "--grace_period=1"},
-                 "case \"$*\" in *task_index=1*) trap '' TERM;; esac; "
-                 "echo pid=$$; exec sleep 60"));
+  // ps0 and worker0 end on SIGTERM; worker1 ignores it, so it needs the
+  // SIGKILL after the grace period.
+  Subprocess local(LocalShell(
+      {"--ps=1", "--workers=2", "--grace_period=1"},
+      "case \"$*\" in *task_index=1*) trap '' TERM; echo pid=$$; "
+      "exec sleep 60;; esac; "
+      "trap 'echo got SIGTERM; exit 0' TERM; echo pid=$$; sleep 60 & wait"));
   const std::vector<pid_t> pids = WaitForPids(local, 3);
   ASSERT_EQ(pids.size(), 3) << local.Output();
   for (pid_t pid : pids) ASSERT_FALSE(Gone(pid));
@@ -159,8 +175,11 @@ TEST(DistflowLocalTest, CtrlCStopsEveryTaskAndExits130) {
   ASSERT_TRUE(code.has_value()) << "did not stop: " << local.Output();
   EXPECT_EQ(*code, 130) << local.Output();
   EXPECT_THAT(local.Output(), HasSubstr("SIGINT: stopping all tasks"));
+  EXPECT_THAT(local.Output(), HasSubstr("ps0     | got SIGTERM"));
+  EXPECT_THAT(local.Output(), HasSubstr("worker0 | got SIGTERM"));
   EXPECT_THAT(local.Output(),
-              HasSubstr("killing worker1 (pid " + std::to_string(pids[2]) +
+              HasSubstr("killing worker1 (pid " +
+                        std::to_string(PidOf(local.Output(), "worker1")) +
                         ") as it did not stop within 1 s of SIGTERM"));
   for (pid_t pid : pids) EXPECT_TRUE(Gone(pid)) << "orphan " << pid;
 }
@@ -175,6 +194,22 @@ TEST(DistflowLocalTest, ExitsWithTheChiefsStatus) {
   ASSERT_TRUE(code.has_value()) << local.Output();
   EXPECT_EQ(*code, 4) << local.Output();
   EXPECT_THAT(local.Output(), HasSubstr("worker0 (pid "));
+}
+
+TEST(DistflowLocalTest, StopsPsTasksThatOutliveTheWorkers) {
+  // The ps task never ends by itself; the job is still a success.
+  Subprocess local(LocalShell(
+      {"--ps=1", "--workers=1", "--ps_wait=0.5"},
+      "case \"$*\" in *job_name=ps*) echo pid=$$; exec sleep 60;; esac; "
+      "echo trained"));
+  auto code = local.Wait(kTimeout);
+  ASSERT_TRUE(code.has_value()) << local.Output();
+  EXPECT_EQ(*code, 0) << local.Output();
+  EXPECT_THAT(local.Output(),
+              HasSubstr("ps0 still running 0.5 s after the workers finished"));
+  const std::vector<pid_t> pids = PrintedPids(local.Output());
+  ASSERT_EQ(pids.size(), 1) << local.Output();
+  EXPECT_TRUE(Gone(pids[0]));
 }
 
 TEST(DistflowLocalTest, ShowsProgressLinesOfTheChief) {
