@@ -99,6 +99,41 @@ TEST(DistflowLocalTest, RunsTheSeedJobToTheEndWithPrefixedLines) {
   EXPECT_THAT(local.Output(), Not(HasSubstr("stopping")));
 }
 
+// The Fashion-MNIST trainer on a small budget: every task exits by itself
+// and the chief reports its accuracy.
+std::vector<std::string> LocalFashionMnist(std::vector<std::string> flags) {
+  std::vector<std::string> argv = {Binary("distflow"), "local"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const char* arg : {"--", DISTFLOW_BIN_DIR "/fashion_mnist",
+                          "--model=mlp", "--batch_size=50", "--train_steps=200",
+                          "--log_every=50", "--threads=1"}) {
+    argv.push_back(arg);
+  }
+  return argv;
+}
+
+TEST(DistflowLocalTest, TrainsFashionMnistOnOnePsAndTwoWorkers) {
+  Subprocess local(LocalFashionMnist({"--ps=1", "--workers=2"}));
+  auto code = local.Wait(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "distflow local hung: " << local.Output();
+  EXPECT_EQ(*code, 0) << local.Output();
+  const std::string out = local.Output();
+  EXPECT_THAT(out, HasSubstr("worker0 | progress step="));
+  EXPECT_THAT(out, HasSubstr("worker1 | progress step="));
+  EXPECT_THAT(out, HasSubstr("worker0 | test_accuracy=0."));
+  EXPECT_THAT(out, HasSubstr("ps0     | "));
+  EXPECT_THAT(out, Not(HasSubstr("distflow local: stopping"))) << out;
+}
+
+TEST(DistflowLocalTest, TrainsFashionMnistWithAChiefFromTfConfig) {
+  Subprocess local(LocalFashionMnist({"--ps=1", "--workers=1", "--chief"}));
+  auto code = local.Wait(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "distflow local hung: " << local.Output();
+  EXPECT_EQ(*code, 0) << local.Output();
+  EXPECT_THAT(local.Output(), HasSubstr("chief   | test_accuracy=0."));
+  EXPECT_THAT(local.Output(), HasSubstr("worker0 | progress step="));
+}
+
 TEST(DistflowLocalTest, GivesEachTaskItsFlagsAndTfConfig) {
   Subprocess local(LocalShell({"--ps=1", "--workers=2"},
                               "echo \"args=$*\"; echo \"tf=$TF_CONFIG\""));

@@ -333,7 +333,8 @@ class LocalClusterRun {
     // Once every worker is done, the ps tasks should end by themselves.
     std::vector<std::string> ps_running;
     for (Task& task : tasks_) {
-      const bool running = !task.process->wait_status().has_value();
+      const bool running =
+          task.process != nullptr && !task.process->wait_status().has_value();
       if (!running) continue;
       if (task.spec->job != "ps") return;
       ps_running.push_back(task.spec->name);
