@@ -1,7 +1,6 @@
 #include "tools/distflow/supervisor.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -10,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <iterator>
 #include <memory>
 #include <optional>
 
@@ -21,75 +19,19 @@
 #include "tools/distflow/line_prefixer.h"
 #include "tools/distflow/line_splitter.h"
 #include "tools/distflow/progress_line.h"
+#include "tools/distflow/stop_signals.h"
 
 namespace distflow {
 namespace tools {
 namespace {
 
 constexpr int kPollMillis = 100;
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 double NowSecs() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-// Signals become bytes on a pipe (the self-pipe trick), which the poll loop
-// reads like any task's output.
-int g_signal_pipe_write = -1;
-
-void OnStopSignal(int signo) {
-  const int saved = errno;
-  const unsigned char byte = static_cast<unsigned char>(signo);
-  (void)!write(g_signal_pipe_write, &byte, 1);
-  errno = saved;
-}
-
-class StopSignals {
- public:
-  StopSignals() {
-    if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) fds_[0] = fds_[1] = -1;
-    g_signal_pipe_write = fds_[1];
-    struct sigaction action {};
-    action.sa_handler = OnStopSignal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < std::size(kStopSignals); ++i) {
-      sigaction(kStopSignals[i], &action, &saved_[i]);
-    }
-    // A closed stdout (distflow local ... | head) must not kill the
-    // launcher before it has stopped its tasks.
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ignore, &saved_pipe_);
-  }
-  ~StopSignals() {
-    for (size_t i = 0; i < std::size(kStopSignals); ++i) {
-      sigaction(kStopSignals[i], &saved_[i], nullptr);
-    }
-    sigaction(SIGPIPE, &saved_pipe_, nullptr);
-    g_signal_pipe_write = -1;
-    for (int fd : fds_) {
-      if (fd >= 0) close(fd);
-    }
-  }
-  int fd() const { return fds_[0]; }
-  // The signals received since the last call.
-  std::vector<int> Take() {
-    std::vector<int> signals;
-    unsigned char byte;
-    while (fds_[0] >= 0 && read(fds_[0], &byte, 1) == 1) {
-      signals.push_back(byte);
-    }
-    return signals;
-  }
-
- private:
-  int fds_[2];
-  struct sigaction saved_[std::size(kStopSignals)];
-  struct sigaction saved_pipe_;
-};
 
 struct Task {
   const TaskSpec* spec;
