@@ -60,6 +60,8 @@ set y2label "test accuracy"
 set ytics nomirror
 set y2tics
 set y2range [0.5:1]
+set xrange [0:*]
+set autoscale xfixmax
 set key center right
 plot "$csv" using 1:2 every ::1 with lines title "loss (chief's batches)", \
      "$csv" using 1:3 every ::1 axes x1y2 with linespoints pointtype 7 title "test accuracy"
