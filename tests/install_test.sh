@@ -23,6 +23,11 @@ cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log" ||
 config_dir=$prefix/lib/cmake/distflow
 [ -f "$config_dir/distflowConfig.cmake" ] || fail "no distflowConfig.cmake under $config_dir"
 [ -f "$prefix/include/distflow/distflow.h" ] || fail "the public headers were not installed"
+# The `distflow` command is installed where it is built (the tools may not be part of this tree).
+if [ -x "$build_dir/bin/distflow" ]; then
+  [ -x "$prefix/bin/distflow" ] || fail "build/bin/distflow exists but was not installed to $prefix/bin"
+  "$prefix/bin/distflow" --help >/dev/null || fail "the installed $prefix/bin/distflow --help failed"
+fi
 # The installed package must stand on its own: no path into the source or the build tree.
 if grep -rlF -e "$source_dir" -e "$build_dir" "$config_dir"; then
   fail "the installed package config above refers to the source or build tree"
