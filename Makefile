@@ -32,3 +32,9 @@ format:
 
 clean:
 	@rm -rf $(BUILD)
+
+# Installs headers, libraries, the package config and the tools under PREFIX.
+PREFIX ?= /usr/local
+.PHONY: install
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
