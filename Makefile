@@ -33,3 +33,9 @@ format:
 
 clean:
 	@rm -rf $(BUILD)
+
+# Installs headers, libraries, the package config and the tools under PREFIX.
+PREFIX ?= /usr/local
+.PHONY: install
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
