@@ -1,4 +1,4 @@
-#include "graph_command.h"
+#include "tools/distflow/graph_command.h"
 
 #include <algorithm>
 #include <iostream>
@@ -11,10 +11,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "core/tensor_coding.h"
-#include "exit_code.h"
 #include "graph/attr_value.h"
 #include "graph/graph_file.h"
-#include "tensor_stats.h"
+#include "tools/distflow/exit_code.h"
+#include "tools/distflow/tensor_stats.h"
 
 namespace distflow {
 namespace tools {
@@ -24,7 +24,7 @@ namespace {
 constexpr int64_t kMaxPrintedElements = 16;
 
 constexpr char kSummary[] =
-    "Print a GraphDef file readably: nodes, inputs, devices, attributes";
+    "Prints a GraphDef file readably: nodes, inputs, devices, attributes";
 
 constexpr char kDetails[] =
     "Prints a graph saved as a GraphDef (binary or text protobuf, as\n"

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "command_test_util.h"
 #include "distflow/cluster.h"
 #include "distflow/graph_file.h"
 #include "distflow/ops.h"
@@ -14,6 +13,7 @@
 #include "distflow/scope.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/distflow/command_test_util.h"
 
 namespace distflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "inspect_command.h"
+#include "tools/distflow/inspect_command.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -16,9 +16,9 @@
 #include "absl/strings/str_join.h"
 #include "core/safetensors.h"
 #include "distflow/train/saver.h"
-#include "exit_code.h"
 #include "nlohmann/json.hpp"
-#include "tensor_stats.h"
+#include "tools/distflow/exit_code.h"
+#include "tools/distflow/tensor_stats.h"
 #include "train/checkpoint_files.h"
 
 namespace distflow {
@@ -79,9 +79,9 @@ absl::StatusOr<std::string> ResolvePrefix(const std::string& path) {
     auto latest = train::LatestCheckpoint(path);
     if (absl::IsNotFound(latest.status())) {
       return absl::NotFoundError(absl::StrCat(
-          "no checkpoint in directory '", path, "' (",
           latest.status().message(),
-          "): give a directory a Saver wrote to, an index file or a prefix"));
+          "; give a directory a Saver wrote checkpoints to, an index file or "
+          "a prefix"));
     }
     return latest;
   }

@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "command_test_util.h"
 #include "core/safetensors.h"
 #include "distflow/ops.h"
 #include "distflow/scope.h"
@@ -26,6 +25,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tools/distflow/command_test_util.h"
 
 namespace distflow {
 namespace {

@@ -1,11 +1,10 @@
 // The `distflow` command: one subcommand per job, each registered by its own
 // Add*Command function.
-#include <iostream>
-
 #include "CLI/CLI.hpp"
-#include "graph_command.h"
-#include "inspect_command.h"
-#include "server_command.h"
+#include "tools/distflow/graph_command.h"
+#include "tools/distflow/inspect_command.h"
+#include "tools/distflow/local_command.h"
+#include "tools/distflow/server_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -13,6 +12,7 @@ int main(int argc, char** argv) {
       "Run 'distflow SUBCOMMAND --help' for a subcommand's flags and an "
       "example."};
   app.require_subcommand(1);
+  distflow::tools::AddLocalCommand(app);
   distflow::tools::AddServerCommand(app);
   distflow::tools::AddInspectCommand(app);
   distflow::tools::AddGraphCommand(app);

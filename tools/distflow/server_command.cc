@@ -1,10 +1,9 @@
-#include "server_command.h"
+#include "tools/distflow/server_command.h"
 
+#include <poll.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -16,7 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "distflow/cluster.h"
 #include "distflow/server.h"
-#include "exit_code.h"
+#include "tools/distflow/exit_code.h"
+#include "tools/distflow/stop_signals.h"
 
 namespace distflow {
 namespace tools {
@@ -37,7 +37,7 @@ struct ServerFlags {
 };
 
 constexpr char kSummary[] =
-    "Run the server of one task (such as a ps task) until the job is done";
+    "Runs the server of one task (such as a ps task) until the job is done";
 
 constexpr char kDetails[] =
     "Runs the server of one task of a cluster until the job is done: for\n"
@@ -58,9 +58,9 @@ constexpr char kFooter[] =
     "\n"
     "Exit status: 0 when the job is done (the chief called EndJob or\n"
     "ShutdownTask) or on SIGTERM (a clean stop requested by a launcher or\n"
-    "an orchestrator); 130 on SIGINT (interrupted, as shells report it);\n"
-    "1 if the server fails (its port is in use); 2 for a wrong command line\n"
-    "(a bad flag, a task that is not in the cluster).";
+    "an orchestrator); 130 on SIGINT and 129 on SIGHUP (as shells report\n"
+    "them); 1 if the server fails (its port is in use); 2 for a wrong\n"
+    "command line (a bad flag, a task that is not in the cluster).";
 
 // The task from --cluster_spec, else from the seeds' flags or TF_CONFIG (as
 // every distflow program reads them).
@@ -94,65 +94,42 @@ absl::StatusOr<TaskConfig> ResolveTask(const ServerFlags& flags) {
   return ParseTaskConfig(args, tf_config == nullptr ? "" : tf_config);
 }
 
-// Turns SIGINT and SIGTERM into Server::Stop. The handler only writes the
-// signal's number to a pipe (write is async-signal-safe); a watcher thread
-// reads it and stops the server. A handler, unlike a blocked signal taken by
-// sigwait, works whichever thread the kernel delivers the signal to, threads
-// started before the command ran included.
-int signal_pipe_write_end = -1;
-
-void OnStopSignal(int signo) {
-  const unsigned char byte = static_cast<unsigned char>(signo);
-  (void)!write(signal_pipe_write_end, &byte, 1);
-}
-
+// Turns SIGINT, SIGTERM and SIGHUP into Server::Stop: StopSignals' handler
+// writes each signal to a pipe, which a watcher thread polls. A handler,
+// unlike a blocked signal taken by sigwait, works whichever thread the kernel
+// delivers the signal to (gRPC's threads included).
 class SignalWatcher {
  public:
-  SignalWatcher() {
-    if (pipe(fds_) != 0) return;  // no pipe: signals keep their default
-    signal_pipe_write_end = fds_[1];
-    struct sigaction action = {};
-    action.sa_handler = OnStopSignal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGTERM, &action, nullptr);
-  }
-  ~SignalWatcher() {
-    StopWatching();
-    if (fds_[0] < 0) return;
-    close(fds_[0]);
-    close(fds_[1]);
-  }
+  ~SignalWatcher() { StopWatching(); }
 
   // Starts watching: the first signal stops `server`.
   void Watch(Server* server) {
-    if (fds_[0] < 0) return;
+    if (signals_.fd() < 0) return;  // no pipe: signals keep their default
     thread_ = std::thread([this, server] {
-      unsigned char byte = 0;
-      while (read(fds_[0], &byte, 1) < 0 && errno == EINTR) {
+      while (!done_) {
+        pollfd ready = {signals_.fd(), POLLIN, 0};
+        if (poll(&ready, 1, /*timeout_ms=*/100) <= 0) continue;
+        const std::vector<int> received = signals_.Take();
+        if (received.empty()) continue;
+        signal_ = received.front();
+        (void)server->Stop();
+        return;
       }
-      if (byte == 0) return;
-      signal_ = byte;
-      (void)server->Stop();
     });
   }
-  // Gives the signals back their default action and ends the watcher thread:
-  // after this no signal touches the server, which may then be destroyed.
+  // Ends the watcher thread: after this no signal touches the server, which
+  // may then be destroyed.
   void StopWatching() {
-    if (fds_[0] < 0) return;
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    if (!thread_.joinable()) return;
-    const unsigned char wake = 0;  // not a signal: the watcher just ends
-    (void)!write(fds_[1], &wake, 1);
-    thread_.join();
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
   }
   // The signal that stopped the server; 0 if none.
   int stop_signal() const { return signal_; }
 
  private:
-  int fds_[2] = {-1, -1};
+  StopSignals signals_;
   std::thread thread_;
+  std::atomic<bool> done_{false};
   std::atomic<int> signal_{0};
 };
 
@@ -193,7 +170,9 @@ int RunServer(const ServerFlags& flags) {
             << (signo == 0 ? ": the job is done"
                            : absl::StrCat(" by ", strsignal(signo)))
             << std::endl;
-  return signo == SIGINT ? 128 + SIGINT : kExitOk;
+  // SIGTERM is how launchers and orchestrators ask for a normal stop; an
+  // interrupt (or a hangup) exits as shells report a signal, 128 + N.
+  return signo == 0 || signo == SIGTERM ? kExitOk : 128 + signo;
 }
 
 }  // namespace

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "command_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/distflow/command_test_util.h"
 
 namespace distflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "tensor_stats.h"
+#include "tools/distflow/tensor_stats.h"
 
 #include <algorithm>
 #include <cmath>
