@@ -30,8 +30,9 @@ namespace fs = std::filesystem;
 constexpr char kIndexSuffix[] = ".index.json";
 
 constexpr char kSummary[] =
-    "Print a checkpoint: global step; each tensor's dtype, shape, min, max, "
-    "mean";
+    "Prints a checkpoint: its global step, and each tensor's dtype, shape, "
+    "min, max and mean";
+each tensor's dtype, shape, min, max, " "mean";
 
 constexpr char kDetails[] =
     "Prints what a checkpoint holds: its global step, then every tensor\n"
