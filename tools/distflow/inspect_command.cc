@@ -32,7 +32,6 @@ constexpr char kIndexSuffix[] = ".index.json";
 constexpr char kSummary[] =
     "Prints a checkpoint: its global step, and each tensor's dtype, shape, "
     "min, max and mean";
-each tensor's dtype, shape, min, max, " "mean";
 
 constexpr char kDetails[] =
     "Prints what a checkpoint holds: its global step, then every tensor\n"
