@@ -1,6 +1,5 @@
 #include "tools/distflow/graph_command.h"
 
-#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -47,8 +46,9 @@ struct GraphFlags {
 // A tensor attribute: its values when small, else a summary of them.
 std::string TensorAttrString(const proto::TensorProto& proto) {
   auto tensor = TensorFromProto(proto);
-  if (!tensor.ok())
+  if (!tensor.ok()) {
     return absl::StrCat("<bad tensor: ", tensor.status().ToString(), ">");
+  }
   if (tensor->NumElements() <= kMaxPrintedElements) {
     // DebugString breaks rows onto lines, each indented by one space.
     return absl::StrCat(
