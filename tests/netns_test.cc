@@ -2,7 +2,8 @@
 // network stack and address (10.77.0.1-3, private to the namespaces) on a
 // bridge, run the program's tasks, launched the three ways a real cluster
 // does: the seeds' flags, TF_CONFIG as Kubeflow writes it, and Slurm's
-// variables. Needs root (or CAP_SYS_ADMIN) and iproute2; skipped otherwise.
+// variables; and the Fashion-MNIST trainer with a TFJob's Master replica.
+// Needs root (or CAP_SYS_ADMIN) and iproute2; skipped otherwise.
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -296,6 +297,40 @@ TEST_F(NetnsTest, SlurmEnvironment) {
             "--ps_count=2",
             absl::StrCat("--steps=", kSteps)};
   });
+}
+
+// A TFJob with a Master replica (TF 1.x's layout): the trainer runs the master
+// as the chief on host 0, a ps on host 1 and a worker on host 2.
+TEST_F(NetnsTest, KubeflowMasterReplicaTrainsFashionMnist) {
+  if (access("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
+             R_OK) != 0) {
+    GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  }
+  const char* types[] = {"master", "ps", "worker"};
+  const std::string cluster = absl::StrCat(
+      R"({"cluster":{"master":[")", ThreeHosts::HostName(0),
+      R"(:2222"],"ps":[")", ThreeHosts::HostName(1), R"(:2222"],"worker":[")",
+      ThreeHosts::HostName(2), R"(:2222"]},)");
+  std::vector<std::unique_ptr<Subprocess>> tasks;
+  for (int host = 0; host < ThreeHosts::kCount; ++host) {
+    const std::string tf_config =
+        absl::StrCat(cluster, R"("task":{"type":")", types[host],
+                     R"(","index":0},"environment":"cloud"})");
+    tasks.push_back(
+        hosts_.Start(host, {"env", "TF_CONFIG=" + tf_config,
+                            absl::StrCat(DISTFLOW_BIN_DIR, "/fashion_mnist"),
+                            "--train_steps=30", "--threads=1"}));
+    ASSERT_TRUE(tasks.back()->started());
+  }
+  for (int host = 0; host < ThreeHosts::kCount; ++host) {
+    auto code = tasks[host]->Wait(kJobTimeout);
+    ASSERT_TRUE(code.has_value())
+        << types[host] << " hung: " << tasks[host]->Output();
+    EXPECT_EQ(*code, 0) << types[host] << ": " << tasks[host]->Output();
+  }
+  // The master is the chief: it evaluates the model at the end.
+  EXPECT_THAT(tasks[0]->Output(), HasSubstr("test_accuracy="));
+  EXPECT_THAT(tasks[2]->Output(), ::testing::Not(HasSubstr("test_accuracy=")));
 }
 
 }  // namespace
