@@ -85,6 +85,8 @@ class ThreeHosts {
              "installs it)";
     }
     RemoveLeftovers();
+    // A namespace of this pid can only be left from a run before a restart.
+    for (int i = 0; i < kCount; ++i) Remove(Namespace(i));
     CommandResult add = Ip({"netns", "add", Namespace(0)});
     if (!add.ok()) {
       return absl::StrCat(
