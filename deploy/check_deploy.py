@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Checks the deployment files: the Kubernetes manifests parse and agree with
 each other and with the image, the StatefulSet launcher turns a pod's name into
-the right cluster flags, and the sbatch script is valid bash that refuses a
-missing program. Exits 77 (skipped) where Python's yaml module is missing."""
+the right cluster flags, and the shell scripts pass shellcheck (the sbatch
+script also refuses a missing program). Exits 77 (skipped) where Python's yaml
+module or shellcheck is missing."""
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,6 +15,10 @@ try:
     import yaml
 except ImportError:
     print("check_deploy: skipped, python3-yaml is not installed "
+          "(scripts/install_deps.sh installs it)")
+    sys.exit(77)
+if shutil.which("shellcheck") is None:
+    print("check_deploy: skipped, shellcheck is not installed "
           "(scripts/install_deps.sh installs it)")
     sys.exit(77)
 
@@ -112,7 +118,7 @@ def check_launcher(config_map, sets):
     """Runs launch.sh as pod distflow-worker-1 would, with echo as the
     program, and compares the flags with the pods' DNS names."""
     script = config_map["data"]["launch.sh"]
-    env = dict(os.environ, HOSTNAME="distflow-worker-1", DISTFLOW_NAME="distflow",
+    env = dict(os.environ, POD_NAME="distflow-worker-1", DISTFLOW_NAME="distflow",
                DISTFLOW_PS_REPLICAS="2", DISTFLOW_WORKER_REPLICAS="3",
                DISTFLOW_PORT="2222", POD_NAMESPACE="research")
     with tempfile.NamedTemporaryFile("w", suffix=".sh") as f:
@@ -122,6 +128,7 @@ def check_launcher(config_map, sets):
             ["/bin/sh", f.name, "worker", "echo", "--issync=1"], env=env,
             capture_output=True, text=True, timeout=30)
         check(out.returncode == 0, f"launch.sh failed: {out.stderr}")
+        shellcheck(["--shell=sh", f.name], "launch.sh")
 
         def hosts(job, n):
             service = sets[f"distflow-{job}"]["spec"]["serviceName"]
@@ -133,7 +140,7 @@ def check_launcher(config_map, sets):
         check(out.stdout.strip() == expected,
               f"launch.sh printed\n  {out.stdout.strip()}\nexpected\n  "
               f"{expected}")
-        env["HOSTNAME"] = "distflow"
+        env["POD_NAME"] = "distflow"
         out = subprocess.run(["/bin/sh", f.name, "ps", "echo"], env=env,
                              capture_output=True, text=True, timeout=30)
         check(out.returncode == 1 and "does not end in a StatefulSet "
@@ -141,8 +148,15 @@ def check_launcher(config_map, sets):
               f"launch.sh accepted pod name 'distflow': {out.stdout}")
 
 
+def shellcheck(args, what):
+    out = subprocess.run(["shellcheck"] + args, capture_output=True,
+                         text=True, timeout=60)
+    check(out.returncode == 0, f"shellcheck {what}:\n{out.stdout}")
+
+
 def check_sbatch():
     script = os.path.join(HERE, "slurm", "distflow.sbatch")
+    shellcheck([script], "distflow.sbatch")
     out = subprocess.run(["bash", "-n", script], capture_output=True,
                          text=True, timeout=30)
     check(out.returncode == 0, f"distflow.sbatch: {out.stderr}")
