@@ -118,7 +118,8 @@ absl::Status CheckPlacement(const EnvironmentVariables& env, int rank, int node,
 absl::StatusOr<TaskConfig> TaskConfigFromSlurm(const EnvironmentVariables& env,
                                                int ps_count, int base_port) {
   auto procid = FirstSet(env, {"SLURM_PROCID"});
-  auto ntasks = FirstSet(env, {"SLURM_NTASKS", "SLURM_NPROCS"});
+  auto ntasks =
+      FirstSet(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"});
   auto nodelist = FirstSet(
       env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"});
   if (!procid || !ntasks || !nodelist) {

@@ -14,7 +14,8 @@ constexpr int kDefaultSlurmBasePort = 2222;
 
 // Reads the job's layout from
 //   SLURM_PROCID             this task's rank, 0..ntasks-1
-//   SLURM_NTASKS             the number of tasks (else SLURM_NPROCS)
+//   SLURM_STEP_NUM_TASKS     the number of tasks (else SLURM_NTASKS, else
+//                            SLURM_NPROCS)
 //   SLURM_STEP_NODELIST      the nodes, as a hostlist such as node[01-04]
 //                            (else SLURM_JOB_NODELIST, else SLURM_NODELIST)
 //   SLURM_STEP_TASKS_PER_NODE  tasks of each node, such as 2(x3),1 (else

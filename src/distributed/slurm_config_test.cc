@@ -74,15 +74,46 @@ TEST(SlurmConfigTest, StepVariablesWinOverTheJobs) {
   // `srun --nodes=2 --ntasks=2` inside a larger allocation.
   EnvironmentVariables env = {{"SLURM_JOB_NODELIST", "gpu-[1-4]x"},
                               {"SLURM_TASKS_PER_NODE", "4(x4)"},
+                              {"SLURM_NTASKS", "16"},
                               {"SLURM_STEP_NODELIST", "gpu-[3-4]x"},
                               {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
-                              {"SLURM_NTASKS", "2"},
+                              {"SLURM_STEP_NUM_TASKS", "2"},
                               {"SLURM_PROCID", "1"}};
   auto config = TaskConfigFromSlurm(env, /*ps_count=*/1, 2222);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_THAT(config->cluster.tasks("ps"), ElementsAre("gpu-3x:2222"));
   EXPECT_THAT(config->cluster.tasks("worker"), ElementsAre("gpu-4x:2222"));
   EXPECT_TRUE(config->is_chief);
+}
+
+TEST(SlurmConfigTest, CapturedBatchEnvironment) {
+  // The SLURM_* variables of rank 0 of a four-node batch job as a cluster
+  // printed them (`env | grep SLURM`): SLURM_NTASKS_PER_NODE counts CPUs
+  // there, and SLURM_TASKS_PER_NODE is the one to trust.
+  const EnvironmentVariables env = {
+      {"SLURM_NODELIST", "gnode[10,20,25,37]"},
+      {"SLURMD_NODENAME", "gnode10"},
+      {"SLURM_NTASKS_PER_NODE", "4"},
+      {"SLURM_NNODES", "4"},
+      {"SLURM_JOBID", "200505"},
+      {"SLURM_NTASKS", "4"},
+      {"SLURM_TASKS_PER_NODE", "1(x4)"},
+      {"SLURM_JOB_ID", "200505"},
+      {"SLURM_CPUS_PER_TASK", "1"},
+      {"SLURM_NODEID", "0"},
+      {"SLURM_NPROCS", "4"},
+      {"SLURM_CPUS_ON_NODE", "4"},
+      {"SLURM_PROCID", "0"},
+      {"SLURM_JOB_NODELIST", "gnode[10,20,25,37]"},
+      {"SLURM_LOCALID", "0"},
+      {"SLURM_JOB_CPUS_PER_NODE", "4(x4)"},
+      {"SLURM_JOB_NUM_NODES", "4"}};
+  auto config = TaskConfigFromSlurm(env, /*ps_count=*/1, 2222);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->TaskDevice(), "/job:ps/replica:0/task:0");
+  EXPECT_THAT(config->cluster.tasks("ps"), ElementsAre("gnode10:2222"));
+  EXPECT_THAT(config->cluster.tasks("worker"),
+              ElementsAre("gnode20:2222", "gnode25:2222", "gnode37:2222"));
 }
 
 TEST(SlurmConfigTest, TasksPerNodeFromNtasksPerNodeOrAnEvenSpread) {
