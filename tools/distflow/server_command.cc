@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -34,6 +33,11 @@ struct ServerFlags {
   CLI::Option* task_index_option = nullptr;
   CLI::Option* ps_hosts_option = nullptr;
   CLI::Option* worker_hosts_option = nullptr;
+  // Slurm: the number of ps ranks, and the port of each node's first task.
+  int ps_count = 0;
+  int port = 0;
+  CLI::Option* ps_count_option = nullptr;
+  CLI::Option* port_option = nullptr;
 };
 
 constexpr char kSummary[] =
@@ -43,8 +47,8 @@ constexpr char kDetails[] =
     "Runs the server of one task of a cluster until the job is done: for\n"
     "tasks that run no program of their own, such as ps tasks. The task\n"
     "comes from the seeds' flags, from --cluster_spec with --job_name and\n"
-    "--task_index, or, without flags, from the TF_CONFIG environment\n"
-    "variable.";
+    "--task_index, under Slurm's srun from its variables with --ps_count,\n"
+    "or, without flags, from the TF_CONFIG environment variable.";
 
 constexpr char kFooter[] =
     "Examples:\n"
@@ -55,6 +59,8 @@ constexpr char kFooter[] =
     "--task_index=1\n"
     "  TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": \"ps\", "
     "\"index\": 0}}' distflow server\n"
+    "  srun --ntasks=4 distflow server --ps_count=2   # under Slurm: ranks "
+    "0-1\n"
     "\n"
     "Exit status: 0 when the job is done (the chief called EndJob or\n"
     "ShutdownTask) or on SIGTERM (a clean stop requested by a launcher or\n"
@@ -62,8 +68,8 @@ constexpr char kFooter[] =
     "them); 1 if the server fails (its port is in use); 2 for a wrong\n"
     "command line (a bad flag, a task that is not in the cluster).";
 
-// The task from --cluster_spec, else from the seeds' flags or TF_CONFIG (as
-// every distflow program reads them).
+// The task from --cluster_spec, else from the seeds' flags, Slurm's variables
+// or TF_CONFIG (as every distflow program reads them).
 absl::StatusOr<TaskConfig> ResolveTask(const ServerFlags& flags) {
   if (!flags.cluster_spec.empty()) {
     TaskConfig task;
@@ -90,8 +96,12 @@ absl::StatusOr<TaskConfig> ResolveTask(const ServerFlags& flags) {
   add(flags.task_index_option, "task_index", std::to_string(flags.task_index));
   add(flags.ps_hosts_option, "ps_hosts", flags.ps_hosts);
   add(flags.worker_hosts_option, "worker_hosts", flags.worker_hosts);
-  const char* tf_config = std::getenv("TF_CONFIG");
-  return ParseTaskConfig(args, tf_config == nullptr ? "" : tf_config);
+  add(flags.ps_count_option, "ps_count", std::to_string(flags.ps_count));
+  add(flags.port_option, "port", std::to_string(flags.port));
+  // The argv form reads this process's environment (TF_CONFIG, SLURM_*).
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  return ParseTaskConfig(static_cast<int>(argv.size()), argv.data());
 }
 
 // Turns SIGINT, SIGTERM and SIGHUP into Server::Stop: StopSignals' handler
@@ -194,11 +204,25 @@ void AddServerCommand(CLI::App& app) {
   flags->worker_hosts_option =
       cmd->add_option("--worker_hosts", flags->worker_hosts,
                       "The worker tasks: host:port,host:port,...");
-  cmd->add_option("--cluster_spec", flags->cluster_spec,
-                  "A JSON file {\"ps\": [\"host:port\", ...], \"worker\": "
-                  "[...]} instead of --ps_hosts and --worker_hosts")
-      ->excludes(flags->ps_hosts_option)
-      ->excludes(flags->worker_hosts_option);
+  CLI::Option* cluster_spec =
+      cmd->add_option("--cluster_spec", flags->cluster_spec,
+                      "A JSON file {\"ps\": [\"host:port\", ...], \"worker\": "
+                      "[...]} instead of --ps_hosts and --worker_hosts")
+          ->excludes(flags->ps_hosts_option)
+          ->excludes(flags->worker_hosts_option);
+  flags->ps_count_option =
+      cmd->add_option("--ps_count", flags->ps_count,
+                      "Under Slurm's srun: the first N ranks are ps tasks, "
+                      "the others workers")
+          ->check(CLI::PositiveNumber)
+          ->excludes(cluster_spec);
+  flags->port_option =
+      cmd->add_option("--port", flags->port,
+                      "With --ps_count: the port of each node's first task "
+                      "(default 2222; the node's next tasks take the next "
+                      "ports)")
+          ->check(CLI::Range(1, 65535))
+          ->needs(flags->ps_count_option);
   cmd->add_option("--inter_op_threads", flags->options.inter_op_threads,
                   "Threads that run independent ops (0: one per core)")
       ->check(CLI::NonNegativeNumber);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +94,30 @@ TEST(ServerCommandTest, SigtermStopsCleanlyAndSigintExits130) {
   code = from_env->Wait(std::chrono::seconds(20));
   ASSERT_TRUE(code.has_value()) << "SIGINT did not stop the server";
   EXPECT_EQ(*code, 130) << from_env->Output();
+}
+
+TEST(ServerCommandTest, UnderSlurmTheRankPicksTheTask) {
+  // Rank 1 of 3 on one node with --ps_count=2: ps task 1, on the base port
+  // plus its place on the node.
+  const int base_port = PickFreePort();
+  const std::vector<std::pair<const char*, std::string>> slurm = {
+      {"SLURM_PROCID", "1"},
+      {"SLURM_NTASKS", "3"},
+      {"SLURM_JOB_NODELIST", "localhost"},
+      {"SLURM_TASKS_PER_NODE", "3"}};
+  for (const auto& [name, value] : slurm) setenv(name, value.c_str(), 1);
+  auto server =
+      StartServer({"--ps_count=2", absl::StrCat("--port=", base_port)});
+  for (const auto& [name, value] : slurm) unsetenv(name);
+  WaitUntilServing(*server);
+  EXPECT_THAT(server->Output(),
+              HasSubstr(absl::StrCat("task /job:ps/replica:0/task:1 serving on "
+                                     "grpc://localhost:",
+                                     base_port + 1)));
+  kill(server->pid(), SIGTERM);
+  auto code = server->Wait(std::chrono::seconds(20));
+  ASSERT_TRUE(code.has_value()) << "SIGTERM did not stop the server";
+  EXPECT_EQ(*code, 0) << server->Output();
 }
 
 TEST(ServerCommandTest, AnUnknownFlagIsAUsageErrorNamingIt) {
