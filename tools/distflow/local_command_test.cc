@@ -21,6 +21,7 @@ namespace distflow {
 namespace {
 
 using ::distflow::testing::Subprocess;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -118,8 +119,10 @@ TEST(DistflowLocalTest, TrainsFashionMnistOnOnePsAndTwoWorkers) {
   ASSERT_TRUE(code.has_value()) << "distflow local hung: " << local.Output();
   EXPECT_EQ(*code, 0) << local.Output();
   const std::string out = local.Output();
+  // Every worker reports how it stopped; a progress line from each is not
+  // guaranteed, since fast steps let the chief finish before the other joins.
   EXPECT_THAT(out, HasSubstr("worker0 | progress step="));
-  EXPECT_THAT(out, HasSubstr("worker1 | progress step="));
+  EXPECT_THAT(out, ContainsRegex("worker1 \\| [^\n]*stopped at global_step="));
   EXPECT_THAT(out, HasSubstr("worker0 | test_accuracy=0."));
   EXPECT_THAT(out, HasSubstr("ps0     | "));
   EXPECT_THAT(out, Not(HasSubstr("distflow local: stopping"))) << out;
@@ -131,7 +134,8 @@ TEST(DistflowLocalTest, TrainsFashionMnistWithAChiefFromTfConfig) {
   ASSERT_TRUE(code.has_value()) << "distflow local hung: " << local.Output();
   EXPECT_EQ(*code, 0) << local.Output();
   EXPECT_THAT(local.Output(), HasSubstr("chief   | test_accuracy=0."));
-  EXPECT_THAT(local.Output(), HasSubstr("worker0 | progress step="));
+  EXPECT_THAT(local.Output(),
+              ContainsRegex("worker0 \\| [^\n]*stopped at global_step="));
 }
 
 TEST(DistflowLocalTest, GivesEachTaskItsFlagsAndTfConfig) {
