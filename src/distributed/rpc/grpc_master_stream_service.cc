@@ -16,9 +16,10 @@ namespace {
 using Base = proto::MasterStreamService::WithRawCallbackMethod_RunStep<
     proto::MasterStreamService::Service>;
 
-// One RunStep call: reads the step and its feeds until the client's last
-// message, runs the step on the pool, then writes the fetches one message
-// at a time (gRPC allows one write in flight) and finishes with the status.
+// One RunStep call: reads the step and its feeds until every feed is
+// complete (without waiting for the client's end of stream, a wake-up less),
+// runs the step on the pool, then writes the fetches one message at a time
+// (gRPC allows one write in flight), the last one together with the status.
 class RunStepReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -28,24 +29,25 @@ class RunStepReactor
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the client's last message has come (or it went away)
-      if (step_.has_value()) {
-        pool_->Schedule([this] { RunStep(); });
-      } else {
-        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "RunStep stream: the client sent no step"));
-      }
+    if (!ok) {  // the stream ended (or the client went away) too early
+      Finish(ToGrpcStatus(
+          step_.has_value() ? feeds_->Finish().status()
+                            : absl::InvalidArgumentError(
+                                  "RunStep stream: the client sent no step")));
       return;
     }
     absl::Status s = Decode();
     incoming_.Clear();
     if (!s.ok()) {
       Finish(ToGrpcStatus(s));
-      return;
+    } else if (feeds_->Complete()) {
+      pool_->Schedule([this] { RunStep(); });
+    } else {
+      StartRead(&incoming_);
     }
-    StartRead(&incoming_);
   }
 
+  // Not called for the last write (StartWriteAndFinish).
   void OnWriteDone(bool ok) override {
     outgoing_[next_write_ - 1].Clear();  // let go of the tensor's bytes
     if (!ok) {
@@ -79,6 +81,7 @@ class RunStepReactor
 
   void RunStep() {
     absl::StatusOr<std::vector<Tensor>> outputs = feeds_->Finish();
+    // EncodeTensorStream below makes at least one message.
     if (outputs.ok()) {
       std::vector<std::pair<std::string, Tensor>> feeds;
       for (int i = 0; i < step_->feed_name_size(); ++i) {
@@ -101,11 +104,12 @@ class RunStepReactor
   }
 
   void WriteNext() {
+    grpc::ByteBuffer* message = &outgoing_[next_write_++];
     if (next_write_ == outgoing_.size()) {
-      Finish(grpc::Status::OK);
-      return;
+      StartWriteAndFinish(message, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(message);
     }
-    StartWrite(&outgoing_[next_write_++]);
   }
 
   Master* const master_;

@@ -84,7 +84,7 @@ absl::StatusOr<std::vector<Tensor>> MasterStreamClient::RunStep(
       write_next();
     } else if (tag == Tag(kRead)) {
       reading = false;
-      if (!ok) continue;  // the master's last message
+      if (!ok) continue;  // the stream ended: Finish says how
       proto::RunStepStreamHeader header;
       if (decode_error.ok()) decode_error = decoder.Add(incoming, &header);
       incoming.Clear();
@@ -92,8 +92,12 @@ absl::StatusOr<std::vector<Tensor>> MasterStreamClient::RunStep(
         ctx.TryCancel();  // stop the call; drain what is in flight
         write_failed = true;
       }
-      call->Read(&incoming, Tag(kRead));
-      reading = true;
+      // The master's last message comes with its status: once every fetch
+      // is complete, Finish reads that without another read.
+      if (decode_error.ok() && !decoder.Complete()) {
+        call->Read(&incoming, Tag(kRead));
+        reading = true;
+      }
     }
   }
   grpc::Status status;

@@ -45,7 +45,8 @@ TEST(RemoteClientLargeTest, TwoAndAHalfGiBFeedAndFetch) {
   const std::string output = master.Output();
   const size_t at = output.find("listening on port ");
   ASSERT_NE(at, std::string::npos) << output;
-  const std::string port = output.substr(at + 18, output.find('\n', at) - at - 18);
+  const std::string port =
+      output.substr(at + 18, output.find('\n', at) - at - 18);
 
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root.WithOpName("x"), DataType::kUInt8);

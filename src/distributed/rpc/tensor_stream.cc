@@ -115,6 +115,7 @@ absl::Status TensorStreamDecoder::Add(const grpc::ByteBuffer& message,
 
 absl::Status TensorStreamDecoder::AddPieces(
     const proto::RunStepStreamHeader& header, const FramedMessage& message) {
+  any_message_ = true;
   size_t data = message.data_start;
   for (const proto::TensorPiece& piece : header.piece()) {
     const int i = piece.index();
@@ -167,13 +168,23 @@ absl::Status TensorStreamDecoder::AddPieces(
   return absl::OkStatus();
 }
 
+bool TensorStreamDecoder::TensorComplete(int i) const {
+  return tensors_[i].IsInitialized() &&
+         (DataTypeSize(tensors_[i].dtype()) == 0 ||
+          received_[i] == static_cast<int64_t>(tensors_[i].TotalBytes()));
+}
+
+bool TensorStreamDecoder::Complete() const {
+  if (!any_message_) return false;
+  for (int i = 0; i < static_cast<int>(names_.size()); ++i) {
+    if (!TensorComplete(i)) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<std::vector<Tensor>> TensorStreamDecoder::Finish() {
   for (int i = 0; i < static_cast<int>(names_.size()); ++i) {
-    const bool complete =
-        tensors_[i].IsInitialized() &&
-        (DataTypeSize(tensors_[i].dtype()) == 0 ||
-         received_[i] == static_cast<int64_t>(tensors_[i].TotalBytes()));
-    if (!complete) {
+    if (!TensorComplete(i)) {
       return absl::InvalidArgumentError(
           absl::StrCat("RunStep stream: ", Name(i), " arrived incomplete (",
                        received_[i], " bytes",

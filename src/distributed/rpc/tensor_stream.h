@@ -51,12 +51,17 @@ class TensorStreamDecoder {
   // Takes the pieces of a message parsed already (with ParseFramedMessage).
   absl::Status AddPieces(const proto::RunStepStreamHeader& header,
                          const FramedMessage& message);
+  // Whether a message has come and every tensor has all its bytes: the
+  // stream's last message has arrived (the side that reads it need not wait
+  // for the end of the stream).
+  bool Complete() const;
   // The tensors, once every one has all its bytes; INVALID_ARGUMENT naming
   // the first that is missing or incomplete.
   absl::StatusOr<std::vector<Tensor>> Finish();
 
  private:
   std::string Name(int index) const;
+  bool TensorComplete(int index) const;
 
   const std::string kind_;
   const std::vector<std::string> names_;
@@ -65,6 +70,7 @@ class TensorStreamDecoder {
   const std::shared_ptr<RecvBufferPool> allocator_;
   std::vector<Tensor> tensors_;
   std::vector<int64_t> received_;
+  bool any_message_ = false;
 };
 
 }  // namespace distflow
