@@ -4,9 +4,10 @@
 //    bytes that point into the tensors (what a remote session uses);
 //  - peer: the unary MasterService.RunStep, feeds and fetches as TensorProto
 //    messages (what a remote session used before; limited to 2 GiB).
-// Both call the same master process over 127.0.0.1, taking turns round by
-// round. Prints the median time of one step of each, and the ratio
-// peer / distflow (above 1: distflow is faster).
+// Both run steps of one session of the same master process over 127.0.0.1,
+// called directly (without the session layer above them, the same for
+// both), taking turns round by round. Prints the median time of one step of
+// each, and the ratio peer / distflow (above 1: distflow is faster).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "distflow/distflow.h"
 #include "distributed/rpc/grpc_server.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/master_stream_client.h"
 #include "proto/master.grpc.pb.h"
 
 namespace df = distflow;
@@ -52,6 +54,7 @@ class UnaryClient {
     client->handle_ = response.session_handle();
     return client;
   }
+  const std::string& handle() const { return handle_; }
   absl::Status Step(const df::Tensor& value) {
     df::proto::RunStepRequest request;
     request.set_session_handle(handle_);
@@ -110,16 +113,16 @@ absl::Status Run() {
   df::Scope root = df::Scope::NewRootScope();
   df::Output x =
       df::ops::Placeholder(root.WithOpName("x"), df::DataType::kFloat);
-  df::Output y = df::ops::Identity(root.WithOpName("y"), x);
+  df::ops::Identity(root.WithOpName("y"), x);
   df::proto::GraphDef graph;
   DF_RETURN_IF_ERROR(root.ToGraphDef(&graph));
   DF_ASSIGN_OR_RETURN(auto unary, UnaryClient::Create(address, graph));
-  df::SessionOptions options;
-  options.target = "grpc://" + address;
-  DF_ASSIGN_OR_RETURN(auto session, df::ClientSession::Create(root, options));
+  df::MasterStreamClient streams(df::NewChannel(address), address);
 
   StepFn stream = [&](const df::Tensor& value) -> absl::Status {
-    DF_ASSIGN_OR_RETURN(auto out, session->Run({{x, value}}, {y}));
+    DF_ASSIGN_OR_RETURN(
+        auto out, streams.RunStep(unary->handle(), {{"x:0", value}}, {"y:0"},
+                                  {}, /*deadline_ms=*/300'000));
     if (out[0].TotalBytes() != value.TotalBytes()) {
       return absl::InternalError("the stream RunStep fetched the wrong size");
     }
