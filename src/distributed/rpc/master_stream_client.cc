@@ -11,6 +11,11 @@ namespace distflow {
 namespace {
 
 constexpr char kRunStepMethod[] = "/distflow.proto.MasterStreamService/RunStep";
+// The same step when its request is one message (the master gets it whole
+// with the call). On the wire both are streams; only the master's handling
+// differs, so this client drives both alike.
+constexpr char kRunStepOneMessageMethod[] =
+    "/distflow.proto.MasterStreamService/RunStepOneMessage";
 
 // Tags of the call's operations on its completion queue. One write and one
 // read may be in flight at once.
@@ -51,7 +56,9 @@ absl::StatusOr<std::vector<Tensor>> MasterStreamClient::RunStep(
   // The calling thread drives the call on a queue of its own, as gRPC's
   // blocking calls do.
   grpc::CompletionQueue cq;
-  auto call = stub_.PrepareCall(&ctx, kRunStepMethod, &cq);
+  auto call = stub_.PrepareCall(
+      &ctx, outgoing.size() == 1 ? kRunStepOneMessageMethod : kRunStepMethod,
+      &cq);
   call->StartCall(nullptr);  // corked: no event
 
   TensorStreamDecoder decoder("fetch", fetches);
