@@ -214,7 +214,7 @@ void Worker::RunGraphImpl(
   }
   absl::Status status;
   std::shared_ptr<Step> step =
-      FindOrCreateStep(step_id, /*claim=*/true, &status);
+      FindOrCreateStep(step_id, /*pushed=*/nullptr, &status);
   if (step == nullptr) {
     done(status, {});
     return;
@@ -261,21 +261,11 @@ void Worker::AbortStepAsync(const proto::AbortStepRequest* request,
 void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
                              const Tensor& value, StatusCallback done) {
   absl::Status status;
-  std::shared_ptr<Step> step =
-      FindOrCreateStep(step_id, /*claim=*/false, &status);
+  const PushedTensor pushed{&key, static_cast<int64_t>(value.TotalBytes())};
+  std::shared_ptr<Step> step = FindOrCreateStep(step_id, &pushed, &status);
   if (step == nullptr) {
     done(status);
     return;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    if (!step->claimed) {
-      // Kept for the log line if the step is never run here.
-      ++step->pushed_tensors;
-      step->pushed_bytes += static_cast<int64_t>(value.TotalBytes());
-      std::vector<absl::string_view> parts = absl::StrSplit(key, ';');
-      step->senders.insert(TaskOfDevice(std::string(parts[0])));
-    }
   }
   step->rendezvous->Deliver(key, value, std::move(done));
 }
@@ -372,13 +362,25 @@ void Worker::ExpireUnclaimedSteps() {
   }
 }
 
-std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(int64_t step_id,
-                                                       bool claim,
-                                                       absl::Status* status) {
+std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
+    int64_t step_id, const PushedTensor* pushed, absl::Status* status) {
+  // What was pushed is kept (under the lock, with the lookup) only for the
+  // log line of a step that never runs here.
+  auto record = [pushed](Step* step) {
+    if (pushed == nullptr) {
+      step->claimed = true;
+    } else if (!step->claimed) {
+      ++step->pushed_tensors;
+      step->pushed_bytes += pushed->bytes;
+      const absl::string_view sender =
+          absl::string_view(*pushed->key).substr(0, pushed->key->find(';'));
+      step->senders.insert(TaskOfDevice(std::string(sender)));
+    }
+  };
   absl::MutexLock lock(&mu_);
   auto it = steps_.find(step_id);
   if (it != steps_.end()) {
-    if (claim) it->second->claimed = true;
+    record(it->second.get());
     return it->second;
   }
   if (!refuse_reason_.empty()) {
@@ -399,8 +401,8 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(int64_t step_id,
     return nullptr;
   }
   auto step = std::make_shared<Step>();
-  step->claimed = claim;
-  if (!claim) step->first_push = absl::Now();
+  if (pushed != nullptr) step->first_push = absl::Now();
+  record(step.get());
   step->rendezvous = std::make_shared<StepRendezvous>(this, step_id);
   steps_.emplace(step_id, step);
   return step;

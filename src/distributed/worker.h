@@ -118,10 +118,17 @@ class Worker : public WorkerInterface {
   void RunGraphImpl(
       const proto::RunGraphRequest& request, std::vector<Tensor> args,
       std::function<void(absl::Status, std::vector<Tensor>)> done);
-  // The state of `step_id`, made on first use and claimed by a RunGraph
-  // (`claim`); null (with the reason in `*status`) if the step has already
-  // finished on this task.
-  std::shared_ptr<Step> FindOrCreateStep(int64_t step_id, bool claim,
+  // A tensor pushed for a step, as recorded while no RunGraph has claimed
+  // the step.
+  struct PushedTensor {
+    const std::string* key;
+    int64_t bytes;
+  };
+  // The state of `step_id`, made on first use: claimed by a RunGraph
+  // (`pushed` null) or holding one more pushed tensor. Null (with the reason
+  // in `*status`) if the step has already finished on this task.
+  std::shared_ptr<Step> FindOrCreateStep(int64_t step_id,
+                                         const PushedTensor* pushed,
                                          absl::Status* status);
   // Drops the steps whose pushed tensors have waited past
   // unclaimed_step_timeout; runs on expiry_thread_ until the worker goes.
