@@ -1,5 +1,6 @@
 # distflow: top-level commands. `make test` installs missing Debian packages, configures, builds and
-# runs every test; `make demo` runs the main example; `make bench` runs the benchmarks.
+# runs every test; `make demo` trains Fashion-MNIST on a local cluster (scripts/demo.sh); `make bench`
+# runs the benchmarks.
 BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
@@ -21,7 +22,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 demo: build
-	@$(BUILD)/bin/seed_matmul_local
+	@scripts/demo.sh $(BUILD)
 
 bench: build
 	@scripts/install_deps.sh --bench
@@ -32,3 +33,9 @@ format:
 
 clean:
 	@rm -rf $(BUILD)
+
+# Installs headers, libraries, the package config and the tools under PREFIX.
+PREFIX ?= /usr/local
+.PHONY: install
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)

@@ -10,6 +10,9 @@ packages=(
   libeigen3-dev libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev nlohmann-json3-dev libcli11-dev dataset-fashion-mnist
+  gnuplot-nox
+  # The deployment tests: network namespaces (ip netns), the manifests' YAML, the shell scripts.
+  iproute2 python3-yaml shellcheck
 )
 # Benchmarks also measure their peers (PyTorch, run by Debian's /usr/bin/python3).
 if [ "${1:-}" = "--bench" ]; then

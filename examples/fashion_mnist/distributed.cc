@@ -76,6 +76,9 @@ absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
   auto model = BuildModel(s, model_options);
   if (!model.ok()) return model.status();
   g.model = *model;
+  // The chief's summary hook writes it to the event file in
+  // --checkpoint_dir, for TensorBoard.
+  df::ops::ScalarSummary(s, "loss", g.model.loss);
   auto saver = df::train::Saver::Create(root);
   if (!saver.ok()) return saver.status();
   g.saver = *std::move(saver);
@@ -151,13 +154,15 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
     if (local_steps % flags.log_every == 0) {
       const auto now = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(now - last_log).count();
+      // A progress line (docs/formats.md), which `distflow local` shows as
+      // the job's status line.
       std::fprintf(stderr,
-                   "%s: local step %lld, global step %lld, loss %.4f, %.0f "
-                   "examples/sec\n",
-                   replica.name.c_str(), static_cast<long long>(local_steps),
+                   "progress step=%lld/%lld loss=%.4f examples_per_sec=%.0f "
+                   "local_step=%lld\n",
                    static_cast<long long>(global_step),
-                   (*out)[0].scalar<float>(),
-                   flags.log_every * flags.batch_size / secs);
+                   static_cast<long long>(last_step), (*out)[0].scalar<float>(),
+                   flags.log_every * flags.batch_size / secs,
+                   static_cast<long long>(local_steps));
       last_log = now;
     }
     if (test == nullptr || global_step >= last_step) continue;

@@ -127,6 +127,14 @@ int main(int argc, char** argv) {
                  "distributed: comma-separated host:port of the ps tasks");
   app.add_option("--worker_hosts", worker_hosts,
                  "distributed: comma-separated host:port of the workers");
+  // Under Slurm's srun the cluster comes from Slurm's variables.
+  int ps_count = -1, port = 0;
+  app.add_option("--ps_count", ps_count,
+                 "distributed under srun: the first ps_count ranks are ps "
+                 "tasks, the rest workers");
+  app.add_option("--port", port,
+                 "distributed under srun: the port of each node's first task "
+                 "(default 2222)");
   app.add_option("--steps_to_validate", flags.steps_to_validate,
                  "distributed: the chief evaluates on the test set every this "
                  "many global steps (0: only at the end)")
@@ -147,7 +155,7 @@ int main(int argc, char** argv) {
   absl::Status s;
   const char* tf_config = std::getenv("TF_CONFIG");
   if (!job_name.empty() || !ps_hosts.empty() || !worker_hosts.empty() ||
-      (tf_config != nullptr && *tf_config != '\0')) {
+      ps_count >= 0 || (tf_config != nullptr && *tf_config != '\0')) {
     auto task = df::ParseTaskConfig(argc, argv);
     s = task.ok() ? fashion_mnist::RunDistributedTask(*task, flags)
                   : task.status();

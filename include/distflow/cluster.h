@@ -89,21 +89,41 @@ struct TaskConfig {
   std::string TaskDevice() const;
 };
 
-// Reads the task from the seeds' flags (--job_name, --task_index, --ps_hosts,
-// --worker_hosts; "--flag=value", "--flag value", or with one dash), or, when
-// none of those is given, from the TF_CONFIG environment variable as Kubeflow's
-// TFJob writes it:
-// {"cluster": {"chief": [...], "worker": [...], "ps": [...]},
-//  "task": {"type": "worker", "index": 1}}.
-// With flags, the job must be in the cluster. With TF_CONFIG, the task type
-// must be chief, worker, ps or evaluator; an evaluator need not be in the
-// cluster (it runs beside it). Every other argument, and everything after a
+// The environment variables ParseTaskConfig reads (TF_CONFIG, SLURM_*), by
+// name.
+using EnvironmentVariables = std::map<std::string, std::string>;
+
+// Reads the task from the first of these that applies:
+//  1. the seeds' flags (--job_name, --task_index, --ps_hosts, --worker_hosts;
+//     "--flag=value", "--flag value", or with one dash);
+//  2. --ps_count=N: a job started by Slurm's srun, one task per rank. The
+//     cluster comes from SLURM_PROCID, SLURM_NTASKS, SLURM_JOB_NODELIST (or
+//     SLURM_STEP_NODELIST) and SLURM_TASKS_PER_NODE: the first N ranks are the
+//     ps tasks, the others the workers (worker 0 is the chief), and each task
+//     listens on --port (default 2222) plus its index on its node;
+//  3. the TF_CONFIG environment variable as Kubeflow's TFJob writes it:
+//     {"cluster": {"chief": [...], "worker": [...], "ps": [...]},
+//      "task": {"type": "worker", "index": 1}, "environment": "cloud"}.
+//     Job names and the task type are read in any case ("Worker" is
+//     "worker"), and "master" (TF 1.x's name, the TFJob's Master replica) is
+//     the chief job. The task type must be chief, worker, ps or evaluator; an
+//     evaluator need not be in the cluster (the operator leaves it out). A
+//     "sparseCluster" (the TFJob's enableDynamicWorker) is refused: every
+//     task needs the whole cluster.
+// A process that Slurm started (SLURM_PROCID set) with none of these is told
+// to pass --ps_count. The seeds' flags, --ps_count and --port (with
+// --ps_count) are taken out; every other argument, and everything after a
 // lone "--", is kept in remaining_args.
-// INVALID_ARGUMENT naming the flag or field at fault (a missing job name, an
-// index out of range for its job, an unknown role, malformed JSON, neither
-// flags nor TF_CONFIG).
+// With flags, the job must be in the cluster.
+// INVALID_ARGUMENT naming the flag, variable or field at fault (a missing job
+// name, an index out of range for its job, an unknown role, malformed JSON or
+// Slurm variables, none of the three).
 absl::StatusOr<TaskConfig> ParseTaskConfig(int argc, char** argv);
-// As above, with TF_CONFIG's value given (empty: not set).
+// As above, with the environment given.
+absl::StatusOr<TaskConfig> ParseTaskConfig(const std::vector<std::string>& args,
+                                           const EnvironmentVariables& env);
+// As above, with TF_CONFIG's value given (empty: not set) and no Slurm
+// variables.
 absl::StatusOr<TaskConfig> ParseTaskConfig(const std::vector<std::string>& args,
                                            const std::string& tf_config);
 

@@ -5,6 +5,7 @@
 #include "distflow/cluster.h"
 #include "distflow/data.h"
 #include "distflow/gradients.h"
+#include "distflow/graph_file.h"
 #include "distflow/layers.h"
 #include "distflow/ops.h"
 #include "distflow/partitioned_variable.h"

@@ -23,6 +23,14 @@ absl::Status ValidateAddress(absl::string_view address);
 absl::StatusOr<ClusterSpec> ClusterSpecFromJsonValue(
     const nlohmann::json& cluster, absl::string_view what);
 
+// The task that initializes and checkpoints: the "chief" task if the cluster
+// has that job (TF 2 / Kubeflow layouts), else worker 0 (the seeds' layout).
+inline bool IsChiefTask(const ClusterSpec& cluster, absl::string_view job,
+                        int index) {
+  if (cluster.HasJob("chief")) return job == "chief" && index == 0;
+  return job == "worker" && index == 0;
+}
+
 }  // namespace distflow
 
 #endif  // DISTFLOW_DISTRIBUTED_CLUSTER_SPEC_INTERNAL_H_

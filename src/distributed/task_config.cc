@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <utility>
@@ -8,35 +9,59 @@
 #include "absl/strings/str_cat.h"
 #include "distflow/cluster.h"
 #include "distributed/cluster_spec_internal.h"
-#include "nlohmann/json.hpp"
+#include "distributed/slurm_config.h"
+#include "distributed/tf_config.h"
+
+extern char** environ;
 
 namespace distflow {
 namespace {
 
-constexpr const char* kClusterFlags[] = {"job_name", "task_index", "ps_hosts",
-                                         "worker_hosts"};
+using FlagNames = std::initializer_list<absl::string_view>;
 
-bool IsClusterFlag(absl::string_view name) {
-  for (const char* flag : kClusterFlags) {
-    if (name == flag) return true;
+// The seeds' flags, which give the cluster and the task outright.
+constexpr FlagNames kSeedFlags = {"job_name", "task_index", "ps_hosts",
+                                  "worker_hosts"};
+// The flags of a job that Slurm started: the cluster comes from its variables.
+constexpr FlagNames kSlurmFlags = {"ps_count", "port"};
+
+bool Contains(FlagNames names, absl::string_view name) {
+  for (absl::string_view n : names) {
+    if (n == name) return true;
   }
   return false;
 }
 
-// Chief: the "chief" task if the cluster has that job (TF 2 / Kubeflow
-// layouts), else worker 0 (the seeds' layout).
-bool IsChief(const ClusterSpec& cluster, const std::string& job, int index) {
-  if (cluster.HasJob("chief")) return job == "chief" && index == 0;
-  return job == "worker" && index == 0;
+// The name of the flag `arg` ("--name=v", "--name", "-name"), or nullopt if it
+// is not a flag.
+std::optional<absl::string_view> FlagName(absl::string_view arg) {
+  if (absl::StartsWith(arg, "--")) {
+    arg.remove_prefix(2);
+  } else if (absl::StartsWith(arg, "-")) {
+    arg.remove_prefix(1);
+  } else {
+    return std::nullopt;
+  }
+  return arg.substr(0, arg.find('='));
 }
 
-// The cluster flags found in `args`, and everything else in order.
+// Whether one of `names` is among the flags of `args` (before a lone "--").
+bool HasFlag(const std::vector<std::string>& args, FlagNames names) {
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    auto name = FlagName(args[i]);
+    if (name && Contains(names, *name)) return true;
+  }
+  return false;
+}
+
+// The flags of `names` found in `args`, and everything else in order.
 struct SplitArgs {
   std::map<std::string, std::string> flags;
   std::vector<std::string> rest;
 };
 
-absl::StatusOr<SplitArgs> SplitFlags(const std::vector<std::string>& args) {
+absl::StatusOr<SplitArgs> SplitFlags(const std::vector<std::string>& args,
+                                     FlagNames names) {
   SplitArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -49,24 +74,16 @@ absl::StatusOr<SplitArgs> SplitFlags(const std::vector<std::string>& args) {
       out.rest.push_back(arg);
       continue;
     }
-    absl::string_view body = arg;
-    if (absl::StartsWith(body, "--")) {
-      body.remove_prefix(2);
-    } else if (absl::StartsWith(body, "-")) {
-      body.remove_prefix(1);
-    } else {
+    const std::optional<absl::string_view> flag = FlagName(arg);
+    if (!flag || !Contains(names, *flag)) {
       out.rest.push_back(arg);
       continue;
     }
-    const size_t eq = body.find('=');
-    const std::string name(body.substr(0, eq));
-    if (!IsClusterFlag(name)) {
-      out.rest.push_back(arg);
-      continue;
-    }
+    const std::string name(*flag);
+    const size_t eq = arg.find('=');
     std::string value;
-    if (eq != absl::string_view::npos) {
-      value = std::string(body.substr(eq + 1));
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
     } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
       value = args[++i];
     } else {
@@ -123,84 +140,38 @@ absl::StatusOr<TaskConfig> FromFlags(const SplitArgs& split) {
         config.job_name, "', which has ", n, n == 1 ? " task" : " tasks",
         ": pass 0..", n - 1));
   }
-  config.is_chief = IsChief(config.cluster, config.job_name, config.task_index);
+  config.is_chief =
+      IsChiefTask(config.cluster, config.job_name, config.task_index);
   return config;
 }
 
-absl::StatusOr<TaskConfig> FromTfConfig(const std::string& tf_config,
-                                        std::vector<std::string> rest) {
-  const nlohmann::json root =
-      nlohmann::json::parse(tf_config, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG '", tf_config,
-        "' is not a JSON object: expected {\"cluster\": {\"worker\": "
-        "[\"host:port\", ...], ...}, \"task\": {\"type\": \"worker\", "
-        "\"index\": 0}}"));
-  }
-  TaskConfig config;
-  config.remaining_args = std::move(rest);
-  if (!root.contains("cluster")) {
+absl::StatusOr<int> IntFlag(const SplitArgs& split, const char* name,
+                            int default_value) {
+  auto it = split.flags.find(name);
+  if (it == split.flags.end()) return default_value;
+  int value = 0;
+  if (!absl::SimpleAtoi(it->second, &value)) {
     return absl::InvalidArgumentError(
-        "TF_CONFIG has no \"cluster\": add {\"cluster\": {\"worker\": "
-        "[\"host:port\", ...], ...}}");
+        absl::StrCat("--", name, "=", it->second, " is not an integer"));
   }
-  auto cluster =
-      ClusterSpecFromJsonValue(root["cluster"], "TF_CONFIG's \"cluster\"");
-  if (!cluster.ok()) return cluster.status();
-  config.cluster = *std::move(cluster);
-  if (config.cluster.empty()) {
-    return absl::InvalidArgumentError(
-        "TF_CONFIG's \"cluster\" has no jobs: list the tasks of each job");
-  }
+  return value;
+}
 
-  if (!root.contains("task") || !root["task"].is_object()) {
-    return absl::InvalidArgumentError(
-        "TF_CONFIG has no \"task\" object: add \"task\": {\"type\": "
-        "\"worker\", \"index\": 0}");
-  }
-  const nlohmann::json& task = root["task"];
-  if (!task.contains("type") || !task["type"].is_string()) {
-    return absl::InvalidArgumentError(
-        "TF_CONFIG's \"task\" has no string \"type\": set it to chief, "
-        "worker, ps or evaluator");
-  }
-  config.job_name = task["type"].get<std::string>();
-  if (config.job_name != "chief" && config.job_name != "worker" &&
-      config.job_name != "ps" && config.job_name != "evaluator") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG's task type '", config.job_name,
-        "' is not a known role: use chief, worker, ps or evaluator"));
-  }
-  if (task.contains("index")) {
-    const nlohmann::json& index = task["index"];
-    // Some launchers write the index as a string ("1").
-    if (index.is_number_integer()) {
-      const int64_t v = index.get<int64_t>();
-      if (v < -(1 << 30) || v > (1 << 30)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "TF_CONFIG's task index ", v, " is out of range: write 0, 1, ..."));
-      }
-      config.task_index = static_cast<int>(v);
-    } else if (!index.is_string() || !absl::SimpleAtoi(index.get<std::string>(),
-                                                       &config.task_index)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("TF_CONFIG's task index ", index.dump(),
-                       " is not an integer: write \"index\": 0"));
-    }
-  }
-  const int n = config.cluster.num_tasks(config.job_name);
-  // An evaluator usually runs beside the cluster and is not listed in it.
-  const bool unlisted_evaluator = config.job_name == "evaluator" && n == 0;
-  if (config.task_index < 0 ||
-      (!unlisted_evaluator && config.task_index >= n)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG's task {\"type\": \"", config.job_name, "\", \"index\": ",
-        config.task_index, "} is not in the cluster, which has ",
-        config.cluster.JobSummary(), ": fix the task or the cluster"));
-  }
-  config.is_chief = IsChief(config.cluster, config.job_name, config.task_index);
+absl::StatusOr<TaskConfig> FromSlurm(const SplitArgs& split,
+                                     const EnvironmentVariables& env) {
+  auto ps_count = IntFlag(split, "ps_count", 0);
+  if (!ps_count.ok()) return ps_count.status();
+  auto port = IntFlag(split, "port", kDefaultSlurmBasePort);
+  if (!port.ok()) return port.status();
+  auto config = TaskConfigFromSlurm(env, *ps_count, *port);
+  if (!config.ok()) return config.status();
+  config->remaining_args = split.rest;
   return config;
+}
+
+std::string EnvValue(const EnvironmentVariables& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? "" : it->second;
 }
 
 }  // namespace
@@ -210,21 +181,65 @@ std::string TaskConfig::TaskDevice() const {
 }
 
 absl::StatusOr<TaskConfig> ParseTaskConfig(const std::vector<std::string>& args,
-                                           const std::string& tf_config) {
-  auto split = SplitFlags(args);
-  if (!split.ok()) return split.status();
-  if (!split->flags.empty()) return FromFlags(*split);
-  if (!tf_config.empty())
-    return FromTfConfig(tf_config, std::move(split->rest));
+                                           const EnvironmentVariables& env) {
+  const bool seed_flags = HasFlag(args, kSeedFlags);
+  const bool slurm = HasFlag(args, {"ps_count"});
+  if (seed_flags && slurm) {
+    return absl::InvalidArgumentError(
+        "--ps_count (the cluster from Slurm) and --job_name/--task_index/"
+        "--ps_hosts/--worker_hosts (the cluster given) were both passed: "
+        "keep one way");
+  }
+  if (seed_flags) {
+    auto split = SplitFlags(args, kSeedFlags);
+    if (!split.ok()) return split.status();
+    return FromFlags(*split);
+  }
+  if (slurm) {
+    auto split = SplitFlags(args, kSlurmFlags);
+    if (!split.ok()) return split.status();
+    return FromSlurm(*split, env);
+  }
+  const std::string tf_config = EnvValue(env, "TF_CONFIG");
+  if (!tf_config.empty()) {
+    auto config = TaskConfigFromTfConfig(tf_config);
+    if (config.ok()) config->remaining_args = args;
+    return config;
+  }
+  const std::string procid = EnvValue(env, "SLURM_PROCID");
+  if (!procid.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this task was started by Slurm (SLURM_PROCID=", procid,
+        ") but no --ps_count was passed: pass --ps_count=N to make the first "
+        "N ranks ps tasks and the rest workers"));
+  }
   return absl::InvalidArgumentError(
       "no cluster given: pass --job_name, --task_index, --ps_hosts and "
-      "--worker_hosts, or set the TF_CONFIG environment variable");
+      "--worker_hosts, or set the TF_CONFIG environment variable, or start "
+      "the tasks with Slurm's srun and pass --ps_count");
+}
+
+absl::StatusOr<TaskConfig> ParseTaskConfig(const std::vector<std::string>& args,
+                                           const std::string& tf_config) {
+  EnvironmentVariables env;
+  if (!tf_config.empty()) env["TF_CONFIG"] = tf_config;
+  return ParseTaskConfig(args, env);
 }
 
 absl::StatusOr<TaskConfig> ParseTaskConfig(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
-  const char* tf_config = std::getenv("TF_CONFIG");
-  return ParseTaskConfig(args, tf_config == nullptr ? "" : tf_config);
+  // Only the variables a cluster can come from.
+  EnvironmentVariables env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    absl::string_view var = *entry;
+    const size_t eq = var.find('=');
+    if (eq == absl::string_view::npos) continue;
+    const absl::string_view name = var.substr(0, eq);
+    if (name == "TF_CONFIG" || absl::StartsWith(name, "SLURM_")) {
+      env.emplace(std::string(name), std::string(var.substr(eq + 1)));
+    }
+  }
+  return ParseTaskConfig(args, env);
 }
 
 }  // namespace distflow

@@ -197,9 +197,9 @@ TEST(TaskConfigTest, TfConfigErrorsNameTheField) {
           Case{R"({"cluster": {"worker": ["w:1"]}, "task": {"index": 0}})",
                "no string \"type\""},
           Case{
-              R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "master"}})",
-              "task type 'master' is not a known role: use chief, worker, ps "
-              "or evaluator"},
+              R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "trainer"}})",
+              "task type 'trainer' is not a known role: use chief (or "
+              "master), worker, ps or evaluator"},
           Case{
               R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "worker", "index": 1}})",
               "{\"type\": \"worker\", \"index\": 1} is not in the cluster, "
