@@ -1,11 +1,14 @@
 #include "distributed/worker.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "core/tensor_coding.h"
 #include "graph/graph_def_io.h"
@@ -75,9 +78,20 @@ class Worker::StepRendezvous : public Rendezvous {
 Worker::Worker(WorkerEnv env)
     : env_(std::move(env)),
       incarnation_(NewIncarnation()),
-      device_(env_.task_name + "/device:CPU:0", env_.intra_op_pool) {}
+      device_(env_.task_name + "/device:CPU:0", env_.intra_op_pool) {
+  if (env_.unclaimed_step_timeout != absl::InfiniteDuration()) {
+    expiry_thread_ = std::thread([this] { ExpireUnclaimedSteps(); });
+  }
+}
 
-Worker::~Worker() { AbortAllSteps(absl::CancelledError("worker destroyed")); }
+Worker::~Worker() {
+  {
+    absl::MutexLock lock(&mu_);
+    destroying_ = true;
+  }
+  if (expiry_thread_.joinable()) expiry_thread_.join();
+  AbortAllSteps(absl::CancelledError("worker destroyed"));
+}
 
 void Worker::GetStatusAsync(const proto::GetStatusRequest* request,
                             proto::GetStatusResponse* response,
@@ -199,7 +213,8 @@ void Worker::RunGraphImpl(
     return;
   }
   absl::Status status;
-  std::shared_ptr<Step> step = FindOrCreateStep(step_id, &status);
+  std::shared_ptr<Step> step =
+      FindOrCreateStep(step_id, /*pushed=*/nullptr, &status);
   if (step == nullptr) {
     done(status, {});
     return;
@@ -246,7 +261,8 @@ void Worker::AbortStepAsync(const proto::AbortStepRequest* request,
 void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
                              const Tensor& value, StatusCallback done) {
   absl::Status status;
-  std::shared_ptr<Step> step = FindOrCreateStep(step_id, &status);
+  const PushedTensor pushed{&key, static_cast<int64_t>(value.TotalBytes())};
+  std::shared_ptr<Step> step = FindOrCreateStep(step_id, &pushed, &status);
   if (step == nullptr) {
     done(status);
     return;
@@ -286,11 +302,87 @@ void Worker::AbortAllSteps(const absl::Status& status) {
   }
 }
 
-std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(int64_t step_id,
-                                                       absl::Status* status) {
+int Worker::NumUnclaimedSteps() {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [id, step] : steps_) n += step->claimed ? 0 : 1;
+  return n;
+}
+
+int64_t Worker::UnclaimedPushedBytes() {
+  absl::MutexLock lock(&mu_);
+  int64_t bytes = 0;
+  for (const auto& [id, step] : steps_) {
+    if (!step->claimed) bytes += step->pushed_bytes;
+  }
+  return bytes;
+}
+
+void Worker::ExpireUnclaimedSteps() {
+  const absl::Duration timeout = env_.unclaimed_step_timeout;
+  // Tensors are dropped between `timeout` and `timeout + period` after their
+  // step's first push.
+  const absl::Duration period =
+      std::clamp(timeout / 4, absl::Milliseconds(1), absl::Seconds(1));
+  struct Expired {
+    std::shared_ptr<Step> step;
+    std::string reason;
+  };
+  absl::MutexLock lock(&mu_);
+  while (!mu_.AwaitWithTimeout(absl::Condition(&destroying_), period)) {
+    const absl::Time now = absl::Now();
+    std::vector<std::pair<int64_t, Expired>> expired;
+    for (const auto& [id, step] : steps_) {
+      if (step->claimed || now - step->first_push < timeout) continue;
+      std::vector<std::string> senders(step->senders.begin(),
+                                       step->senders.end());
+      std::sort(senders.begin(), senders.end());
+      expired.push_back(
+          {id,
+           {step,
+            absl::StrCat(
+                "step ", id, " was dropped on task ", env_.task_name, ": the ",
+                step->pushed_tensors, " tensor(s) (", step->pushed_bytes,
+                " bytes) that ", absl::StrJoin(senders, ", "),
+                " pushed for it waited ", absl::FormatDuration(timeout),
+                " and no RunGraph of the step came (its master failed the "
+                "step or went away before starting it here); run the step "
+                "again")}});
+    }
+    for (auto& [id, e] : expired) FinishStepLocked(id, e.reason);
+    if (expired.empty()) continue;
+    // Outside the lock: the tensors go with the rendezvous's table.
+    mu_.Unlock();
+    for (auto& [id, e] : expired) {
+      DF_LOG(Warning) << e.reason;
+      e.step->rendezvous->StartAbort(absl::DeadlineExceededError(e.reason));
+    }
+    expired.clear();
+    mu_.Lock();
+  }
+}
+
+std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
+    int64_t step_id, const PushedTensor* pushed, absl::Status* status) {
+  // What was pushed is kept (under the lock, with the lookup) only for the
+  // log line of a step that never runs here.
+  auto record = [pushed](Step* step) {
+    if (pushed == nullptr) {
+      step->claimed = true;
+    } else if (!step->claimed) {
+      ++step->pushed_tensors;
+      step->pushed_bytes += pushed->bytes;
+      const absl::string_view sender =
+          absl::string_view(*pushed->key).substr(0, pushed->key->find(';'));
+      step->senders.insert(TaskOfDevice(std::string(sender)));
+    }
+  };
   absl::MutexLock lock(&mu_);
   auto it = steps_.find(step_id);
-  if (it != steps_.end()) return it->second;
+  if (it != steps_.end()) {
+    record(it->second.get());
+    return it->second;
+  }
   if (!refuse_reason_.empty()) {
     // A step already under way here (steps_ above) still finishes: only new
     // ones are refused, so that a worker's last step is not an error.
@@ -299,22 +391,31 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(int64_t step_id,
         " (training has ended)"));
     return nullptr;
   }
-  if (finished_.contains(step_id)) {
-    *status = absl::AbortedError(absl::StrCat(
-        "step ", step_id, " has already finished or was aborted on task ",
-        env_.task_name));
+  if (auto finished = finished_.find(step_id); finished != finished_.end()) {
+    *status = absl::AbortedError(
+        !finished->second.empty()
+            ? finished->second
+            : absl::StrCat("step ", step_id,
+                           " has already finished or was aborted on task ",
+                           env_.task_name));
     return nullptr;
   }
   auto step = std::make_shared<Step>();
+  if (pushed != nullptr) step->first_push = absl::Now();
+  record(step.get());
   step->rendezvous = std::make_shared<StepRendezvous>(this, step_id);
   steps_.emplace(step_id, step);
   return step;
 }
 
-void Worker::FinishStep(int64_t step_id) {
+void Worker::FinishStep(int64_t step_id, std::string expired_reason) {
   absl::MutexLock lock(&mu_);
+  FinishStepLocked(step_id, std::move(expired_reason));
+}
+
+void Worker::FinishStepLocked(int64_t step_id, std::string expired_reason) {
   if (steps_.erase(step_id) > 0) last_step_finished_ = absl::Now();
-  if (finished_.insert(step_id).second) {
+  if (finished_.emplace(step_id, std::move(expired_reason)).second) {
     finished_order_.push_back(step_id);
     if (finished_order_.size() > kFinishedStepsRemembered) {
       finished_.erase(finished_order_.front());

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -44,6 +45,12 @@ struct WorkerEnv {
   // idle grace (see ShutdownRequest); may be empty.
   std::function<void(const std::string& reason, int64_t idle_grace_ms)>
       request_stop;
+  // How long tensors pushed for a step wait for a RunGraph of that step
+  // here. Past it they are dropped (and logged) and the step refused: their
+  // step cannot run here any more (its master's RunGraph calls, started
+  // before any partition pushes, have passed their deadline), so they would
+  // leak. Infinite keeps them until the step is aborted.
+  absl::Duration unclaimed_step_timeout = absl::InfiniteDuration();
 };
 
 class Worker : public WorkerInterface {
@@ -87,12 +94,23 @@ class Worker : public WorkerInterface {
   void RefuseNewSteps(const std::string& reason);
   // True when no step is running here and none finished within `period`.
   bool IdleFor(absl::Duration period);
+  // Steps that hold tensors pushed here but have had no RunGraph here yet,
+  // and the bytes of those tensors (for tests and monitoring).
+  int NumUnclaimedSteps();
+  int64_t UnclaimedPushedBytes();
 
  private:
   class StepRendezvous;
   struct Step {
     std::shared_ptr<StepRendezvous> rendezvous;
     CancellationManager cancellation;
+    // Guarded by mu_. Whether a RunGraph of the step has started here; until
+    // then, what was pushed for it (see unclaimed_step_timeout).
+    bool claimed = false;
+    absl::Time first_push = absl::InfinitePast();
+    int64_t pushed_tensors = 0;
+    int64_t pushed_bytes = 0;
+    absl::flat_hash_set<std::string> senders;
   };
 
   // Runs a registered graph for a step; `done` gets the status and the
@@ -100,11 +118,26 @@ class Worker : public WorkerInterface {
   void RunGraphImpl(
       const proto::RunGraphRequest& request, std::vector<Tensor> args,
       std::function<void(absl::Status, std::vector<Tensor>)> done);
-  // The state of `step_id`, made on first use; null (with the reason in
-  // `*status`) if the step has already finished on this task.
-  std::shared_ptr<Step> FindOrCreateStep(int64_t step_id, absl::Status* status);
-  // Forgets the step and refuses tensors pushed for it from now on.
-  void FinishStep(int64_t step_id);
+  // A tensor pushed for a step, as recorded while no RunGraph has claimed
+  // the step.
+  struct PushedTensor {
+    const std::string* key;
+    int64_t bytes;
+  };
+  // The state of `step_id`, made on first use: claimed by a RunGraph
+  // (`pushed` null) or holding one more pushed tensor. Null (with the reason
+  // in `*status`) if the step has already finished on this task.
+  std::shared_ptr<Step> FindOrCreateStep(int64_t step_id,
+                                         const PushedTensor* pushed,
+                                         absl::Status* status);
+  // Drops the steps whose pushed tensors have waited past
+  // unclaimed_step_timeout; runs on expiry_thread_ until the worker goes.
+  void ExpireUnclaimedSteps();
+  // Forgets the step and refuses tensors pushed for it from now on, with
+  // `expired_reason` if it is non-empty.
+  void FinishStep(int64_t step_id, std::string expired_reason = "");
+  void FinishStepLocked(int64_t step_id, std::string expired_reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Push(int64_t step_id, const std::string& key, const Tensor& value,
             StatusCallback done);
 
@@ -120,11 +153,14 @@ class Worker : public WorkerInterface {
       ABSL_GUARDED_BY(mu_);
   // Recently finished steps, oldest first, bounded: late pushes for them are
   // dropped instead of creating a step that nobody runs.
+  // Steps dropped unclaimed keep why, for the error of a late RunGraph.
   std::deque<int64_t> finished_order_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<int64_t> finished_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, std::string> finished_ ABSL_GUARDED_BY(mu_);
   // Set once the job is done (RefuseNewSteps): why new steps are refused.
   std::string refuse_reason_ ABSL_GUARDED_BY(mu_);
   absl::Time last_step_finished_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  bool destroying_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread expiry_thread_;
 };
 
 }  // namespace distflow

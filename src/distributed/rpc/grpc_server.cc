@@ -1,5 +1,6 @@
 #include "distributed/rpc/grpc_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -8,6 +9,7 @@
 #include "base/logging.h"
 #include "distributed/local_master.h"
 #include "distributed/rpc/grpc_master_service.h"
+#include "distributed/rpc/grpc_master_stream_service.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/grpc_worker_service.h"
 #include "distributed/rpc/same_host.h"
@@ -31,6 +33,15 @@ bool SplitAddress(const std::string& address, std::string* host, int* port) {
   *host = address.substr(0, colon);
   return absl::SimpleAtoi(address.substr(colon + 1), port) && *port >= 0 &&
          *port <= 65535;
+}
+
+// How long tensors pushed here for a step wait for the step's RunGraph. The
+// master starts every RunGraph of a step, each with the step deadline, as the
+// step begins and before any partition can push; the slack covers the time
+// it takes to start them all.
+absl::Duration UnclaimedStepTimeout(int64_t step_ms) {
+  const absl::Duration step = absl::Milliseconds(step_ms);
+  return step + std::min(step, absl::Minutes(1));
 }
 
 bool IsLoopback(const std::string& host) {
@@ -98,6 +109,7 @@ absl::Status GrpcServer::Start() {
   worker_env.worker_cache = worker_cache_.get();
   worker_env.inter_op_pool = &inter_op_pool_;
   worker_env.intra_op_pool = &intra_op_pool_;
+  worker_env.unclaimed_step_timeout = UnclaimedStepTimeout(deadlines.step_ms);
   worker_env.request_stop = [this](const std::string& reason,
                                    int64_t idle_grace_ms) {
     DF_LOG(Info) << "task " << task_name_ << " asked to stop: " << reason
@@ -127,6 +139,8 @@ absl::Status GrpcServer::Start() {
 
   worker_service_ = NewGrpcWorkerService(worker_.get(), same_host);
   master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);
+  master_stream_service_ =
+      NewGrpcMasterStreamService(master_.get(), &master_pool_);
 
   // Listen on every interface unless the cluster names a loopback address
   // (tests stay off the network).
@@ -138,6 +152,7 @@ absl::Status GrpcServer::Start() {
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(master_service_.get());
+  builder.RegisterService(master_stream_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound == 0) {
     server_.reset();

@@ -65,6 +65,7 @@ class GrpcServer : public Server {
   std::shared_ptr<Master> master_;
   std::unique_ptr<grpc::Service> worker_service_;
   std::unique_ptr<grpc::Service> master_service_;
+  std::unique_ptr<grpc::Service> master_stream_service_;
   std::unique_ptr<grpc::Server> server_;
   // Stop requested (by Stop or over RPC); Stop started; Stop finished.
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;

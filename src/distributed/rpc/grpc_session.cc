@@ -11,10 +11,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "core/tensor_coding.h"
 #include "distributed/local_master.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/master_stream_client.h"
 #include "proto/master.grpc.pb.h"
 #include "runtime/session_factory.h"
 
@@ -26,9 +26,12 @@ constexpr char kScheme[] = "grpc://";
 class GrpcSession : public Session {
  public:
   explicit GrpcSession(const std::string& target)
+      : GrpcSession(target, NewChannel(target.substr(sizeof(kScheme) - 1))) {}
+  GrpcSession(const std::string& target, std::shared_ptr<grpc::Channel> channel)
       : target_(target),
         address_(target.substr(sizeof(kScheme) - 1)),
-        stub_(proto::MasterService::NewStub(NewChannel(address_))) {}
+        stub_(proto::MasterService::NewStub(channel)),
+        stream_(channel, address_) {}
   ~GrpcSession() override { (void)Close(); }
 
   absl::Status Extend(const proto::GraphDef& graph) override {
@@ -68,26 +71,9 @@ class GrpcSession : public Session {
       // The task's master is in this process: no RPC, no tensor copies.
       return master->RunStep(request.session_handle(), feeds, fetches, targets);
     }
-    for (const auto& [name, value] : feeds) {
-      request.add_feed_name(name);
-      TensorToProto(value, request.add_feed());
-    }
-    for (const auto& f : fetches) request.add_fetch(f);
-    for (const auto& t : targets) request.add_target(t);
-    proto::RunStepResponse response;
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx, deadlines_.step_ms);
-    absl::Status s =
-        FromGrpcCallStatus(stub_->RunStep(&ctx, request, &response), "(master)",
-                           address_, "RunStep");
-    if (!s.ok()) return s;
-    std::vector<Tensor> outputs;
-    for (const proto::TensorProto& t : response.fetch()) {
-      auto value = TensorFromProto(t);
-      if (!value.ok()) return value.status();
-      outputs.push_back(std::move(*value));
-    }
-    return outputs;
+    // Feeds and fetches of any size, without protobuf copies.
+    return stream_.RunStep(request.session_handle(), feeds, fetches, targets,
+                           deadlines_.step_ms);
   }
 
   absl::Status Close() override {
@@ -139,6 +125,7 @@ class GrpcSession : public Session {
   const std::string address_;
   const RpcDeadlines deadlines_;
   std::unique_ptr<proto::MasterService::Stub> stub_;
+  MasterStreamClient stream_;
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::string handle_ ABSL_GUARDED_BY(mu_);

@@ -16,7 +16,19 @@ namespace {
 // The tensor a slice points into, kept alive until gRPC is done with it.
 void ReleaseTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 
-grpc::Slice HeaderSlice(const proto::PushTensorHeader& header) {
+proto::PushTensorHeader HeaderFor(int64_t step_id, const std::string& key,
+                                  const Tensor& value) {
+  proto::PushTensorHeader header;
+  header.set_step_id(step_id);
+  header.set_key(key);
+  header.set_dtype(DataTypeToProto(value.dtype()));
+  ShapeToProto(value.shape(), header.mutable_shape());
+  return header;
+}
+
+}  // namespace
+
+grpc::Slice FramedHeaderSlice(const google::protobuf::MessageLite& header) {
   const std::string bytes = header.SerializeAsString();
   std::string framed(4, '\0');
   const uint32_t n = static_cast<uint32_t>(bytes.size());
@@ -26,9 +38,8 @@ grpc::Slice HeaderSlice(const proto::PushTensorHeader& header) {
   return grpc::Slice(framed);
 }
 
-// Copies `n` bytes starting `skip` bytes into the concatenation of `slices`.
-void CopyOut(const std::vector<grpc::Slice>& slices, size_t skip, size_t n,
-             char* out) {
+void CopyFromSlices(const std::vector<grpc::Slice>& slices, size_t skip,
+                    size_t n, char* out) {
   for (const grpc::Slice& s : slices) {
     if (n == 0) return;
     if (skip >= s.size()) {
@@ -43,17 +54,36 @@ void CopyOut(const std::vector<grpc::Slice>& slices, size_t skip, size_t n,
   }
 }
 
-proto::PushTensorHeader HeaderFor(int64_t step_id, const std::string& key,
-                                  const Tensor& value) {
-  proto::PushTensorHeader header;
-  header.set_step_id(step_id);
-  header.set_key(key);
-  header.set_dtype(DataTypeToProto(value.dtype()));
-  ShapeToProto(value.shape(), header.mutable_shape());
-  return header;
+absl::StatusOr<FramedMessage> ParseFramedMessage(
+    const grpc::ByteBuffer& message, google::protobuf::MessageLite* header,
+    const char* method) {
+  FramedMessage out;
+  if (!message.Dump(&out.slices).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(method, ": unreadable message"));
+  }
+  out.size = message.Length();
+  unsigned char len_bytes[4];
+  if (out.size < 4) {
+    return absl::InvalidArgumentError(absl::StrCat(method, ": short message"));
+  }
+  CopyFromSlices(out.slices, 0, 4, reinterpret_cast<char*>(len_bytes));
+  const size_t header_len = len_bytes[0] | (len_bytes[1] << 8) |
+                            (len_bytes[2] << 16) |
+                            (static_cast<size_t>(len_bytes[3]) << 24);
+  if (4 + header_len > out.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(method, ": header overruns message"));
+  }
+  std::string header_bytes(header_len, '\0');
+  CopyFromSlices(out.slices, 4, header_len, header_bytes.data());
+  if (!header->ParseFromString(header_bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(method, ": malformed header"));
+  }
+  out.data_start = 4 + header_len;
+  return out;
 }
-
-}  // namespace
 
 std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
                                                const std::string& key,
@@ -63,7 +93,7 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
   std::vector<grpc::ByteBuffer> messages;
   if (DataTypeSize(value.dtype()) == 0) {
     TensorToProto(value, header.mutable_small_tensor());
-    grpc::Slice slice = HeaderSlice(header);
+    grpc::Slice slice = FramedHeaderSlice(header);
     messages.emplace_back(&slice, 1);
     return messages;
   }
@@ -73,7 +103,7 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
   do {
     const int64_t n = std::min(chunk_bytes, total - offset);
     header.set_offset(offset);
-    grpc::Slice slices[2] = {HeaderSlice(header), grpc::Slice()};
+    grpc::Slice slices[2] = {FramedHeaderSlice(header), grpc::Slice()};
     size_t count = 1;
     if (n > 0) {
       slices[1] = grpc::Slice(static_cast<char*>(value.raw_data()) + offset,
@@ -95,32 +125,18 @@ grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
   where->set_host_id(SameHostIdentity());
   where->set_pid(getpid());
   where->set_address(reinterpret_cast<uint64_t>(value.raw_data()));
-  grpc::Slice slice = HeaderSlice(header);
+  grpc::Slice slice = FramedHeaderSlice(header);
   return grpc::ByteBuffer(&slice, 1);
 }
 
 absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     const grpc::ByteBuffer& message) {
-  std::vector<grpc::Slice> slices;
-  if (!message.Dump(&slices).ok()) {
-    return absl::InvalidArgumentError("PushTensor: unreadable message");
-  }
-  const size_t size = message.Length();
-  unsigned char len_bytes[4];
-  if (size < 4) return absl::InvalidArgumentError("PushTensor: short message");
-  CopyOut(slices, 0, 4, reinterpret_cast<char*>(len_bytes));
-  const size_t header_len = len_bytes[0] | (len_bytes[1] << 8) |
-                            (len_bytes[2] << 16) |
-                            (static_cast<size_t>(len_bytes[3]) << 24);
-  if (4 + header_len > size) {
-    return absl::InvalidArgumentError("PushTensor: header overruns message");
-  }
-  std::string header_bytes(header_len, '\0');
-  CopyOut(slices, 4, header_len, header_bytes.data());
   proto::PushTensorHeader header;
-  if (!header.ParseFromString(header_bytes)) {
-    return absl::InvalidArgumentError("PushTensor: malformed header");
-  }
+  DF_ASSIGN_OR_RETURN(FramedMessage framed,
+                      ParseFramedMessage(message, &header, "PushTensor"));
+  const std::vector<grpc::Slice>& slices = framed.slices;
+  const size_t size = framed.size;
+  const size_t header_len = framed.data_start - 4;
   Complete out;
   out.step_id = header.step_id();
   out.key = header.key();
@@ -149,8 +165,8 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     // The whole tensor in one message: one copy, from gRPC's slices straight
     // into the (aligned) tensor buffer.
     DF_ASSIGN_OR_RETURN(out.value, NewTensor(dtype, shape));
-    CopyOut(slices, 4 + header_len, data_len,
-            static_cast<char*>(out.value.raw_data()));
+    CopyFromSlices(slices, 4 + header_len, data_len,
+                   static_cast<char*>(out.value.raw_data()));
     return out;
   }
   // One chunk of several: copy it in place outside the lock.
@@ -164,8 +180,8 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     }
     target = partial.value;
   }
-  CopyOut(slices, 4 + header_len, data_len,
-          static_cast<char*>(target.raw_data()) + header.offset());
+  CopyFromSlices(slices, 4 + header_len, data_len,
+                 static_cast<char*>(target.raw_data()) + header.offset());
   absl::MutexLock lock(&mu_);
   auto it = partial_.find(id);
   if (it == partial_.end()) return out;  // dropped meanwhile

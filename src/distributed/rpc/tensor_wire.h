@@ -35,6 +35,27 @@ namespace distflow {
 // moves a stream of messages of a few MiB faster than one huge message.
 inline constexpr int64_t kDefaultPushChunkBytes = int64_t{4} << 20;
 
+// The framing of every custom-coded message (PushTensor, the master's
+// stream): [uint32 little-endian n][n bytes: a protobuf header][raw bytes].
+grpc::Slice FramedHeaderSlice(const google::protobuf::MessageLite& header);
+
+// A custom-coded message taken apart: its slices, and where the raw bytes
+// after the header start.
+struct FramedMessage {
+  std::vector<grpc::Slice> slices;
+  size_t data_start = 0;
+  size_t size = 0;
+};
+// Parses the header of `message` into `header`; INVALID_ARGUMENT naming
+// `method` for a message too short or a malformed header.
+absl::StatusOr<FramedMessage> ParseFramedMessage(
+    const grpc::ByteBuffer& message, google::protobuf::MessageLite* header,
+    const char* method);
+
+// Copies `n` bytes starting `skip` bytes into the concatenation of `slices`.
+void CopyFromSlices(const std::vector<grpc::Slice>& slices, size_t skip,
+                    size_t n, char* out);
+
 // The messages that carry `value` under `key` in step `step_id`, in order.
 // Each buffer holds a reference to the tensor's buffer until gRPC releases
 // it.
