@@ -22,6 +22,10 @@ int ThreadsOr(int requested) {
 
 // Master calls block while their step runs; a few run at once.
 constexpr int kMasterThreads = 8;
+// Threads that poll the task's connections and run the handlers of calls
+// (small steps and tensor pushes included) and of replies; two, so that a
+// long same-host read of a pushed tensor does not hold up other calls.
+constexpr int kRpcThreads = 2;
 // How long Stop lets in-flight calls finish before cancelling them.
 constexpr int kShutdownGraceMs = 2000;
 
@@ -84,6 +88,19 @@ absl::Status GrpcServer::Start() {
         absl::StrCat("task ", task_name_, " has a malformed address '", address,
                      "'; expected host:port"));
   }
+  // Listen on every interface unless the cluster names a loopback address
+  // (tests stay off the network).
+  const std::string listen =
+      absl::StrCat(IsLoopback(host_) ? host_ : "0.0.0.0", ":", port_);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  int bound = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  // One queue for the calls this task serves and those it makes.
+  cq_ = builder.AddCompletionQueue();
+  rpc_threads_ =
+      std::make_unique<CompletionQueueThreads>("rpc", cq_.get(), kRpcThreads);
+
   RpcDeadlines deadlines;
   deadlines.control_ms = options_.rpc_timeout_ms;
   deadlines.step_ms = options_.step_timeout_ms;
@@ -92,7 +109,7 @@ absl::Status GrpcServer::Start() {
   const bool same_host =
       options_.same_host_transport && SameHostTransportAllowedByEnv();
   worker_cache_ = std::make_unique<GrpcWorkerCache>(
-      cluster(), task_name_, nullptr, deadlines, same_host);
+      cluster(), task_name_, nullptr, deadlines, same_host, rpc_threads_.get());
   WorkerEnv worker_env;
   worker_env.task_name = task_name_;
   worker_env.worker_cache = worker_cache_.get();
@@ -128,24 +145,19 @@ absl::Status GrpcServer::Start() {
   worker_service_ = NewGrpcWorkerService(worker_.get(), same_host);
   master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);
 
-  // Listen on every interface unless the cluster names a loopback address
-  // (tests stay off the network).
-  const std::string listen =
-      absl::StrCat(IsLoopback(host_) ? host_ : "0.0.0.0", ":", port_);
-  grpc::ServerBuilder builder;
-  ConfigureServerBuilder(&builder);
-  int bound = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
-  builder.RegisterService(worker_service_.get());
-  builder.RegisterService(master_service_.get());
+  builder.RegisterService(worker_service_->service());
+  builder.RegisterService(master_service_->service());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound == 0) {
     server_.reset();
+    rpc_threads_->Shutdown();
     return absl::UnavailableError(absl::StrCat(
         "task ", task_name_, " cannot listen on ", listen,
         ": the port is in use or the address is not this machine's; stop "
         "the process that holds it or choose another port"));
   }
+  worker_service_->Start(cq_.get(), rpc_threads_.get());
+  master_service_->Start(cq_.get(), rpc_threads_.get());
   port_ = bound;
   {
     absl::MutexLock lock(&mu_);
@@ -213,6 +225,9 @@ absl::Status GrpcServer::Stop() {
                       std::chrono::milliseconds(kShutdownGraceMs));
     server_->Wait();
   }
+  // Then the calls this task made: cancelled, and their callbacks run,
+  // before the queue goes.
+  if (rpc_threads_ != nullptr) rpc_threads_->Shutdown();
   absl::MutexLock lock(&mu_);
   stopped_ = true;
   return absl::OkStatus();

@@ -1,0 +1,89 @@
+// Threads of distflow's own that poll one gRPC completion queue and run each
+// event's handler on the polling thread itself. gRPC's callback API hands
+// every completion from the thread that read it to another (two hand-overs
+// per call on each side); here the thread that polls the connection reads
+// the message and runs the handler, so a small call crosses no thread.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_COMPLETION_QUEUE_THREADS_H_
+#define DISTFLOW_DISTRIBUTED_RPC_COMPLETION_QUEUE_THREADS_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+
+namespace distflow {
+
+class CompletionQueueThreads;
+
+// A call (one or more operations) waiting on the queue; its address is its
+// operations' tag. Made with new; Track it before its first operation, and
+// end it with Release in its last OnEvent. The queue is shut down only once
+// every tracked tag is released, so a tag may start operations until then.
+class CqTag {
+ public:
+  explicit CqTag(CompletionQueueThreads* threads) : threads_(threads) {}
+  virtual ~CqTag() = default;
+  CqTag(const CqTag&) = delete;
+  CqTag& operator=(const CqTag&) = delete;
+
+  // One of this tag's operations completed (`ok` as gRPC reports it).
+  virtual void OnEvent(bool ok) = 0;
+  // The queue is closing: end the call soon (a client call cancels itself).
+  // Called under the queue's lock: must not block or start operations.
+  virtual void Cancel() {}
+
+ protected:
+  CompletionQueueThreads* threads() const { return threads_; }
+  // Counts this tag as live. Returns false if the queue is closing: then the
+  // tag was cancelled already (its call fails as soon as it starts).
+  bool Track();
+  // Stops counting this tag and deletes it.
+  void Release();
+
+ private:
+  CompletionQueueThreads* const threads_;
+};
+
+class CompletionQueueThreads {
+ public:
+  // Polls `cq` (not owned; a server's queue, or null for a queue of its own,
+  // for client calls only) on `num_threads` threads named `name`.
+  CompletionQueueThreads(std::string name, grpc::CompletionQueue* cq,
+                         int num_threads);
+  // Calls Shutdown.
+  ~CompletionQueueThreads();
+
+  grpc::CompletionQueue* cq() const { return cq_; }
+
+  // Whether Shutdown has begun: a tag made from then on is cancelled at once.
+  bool closing() const;
+
+  // Cancels every live tag, waits until all are gone, then shuts the queue
+  // down and joins the threads. A server's queue may be shut down only after
+  // its server: call Server::Shutdown first.
+  void Shutdown();
+
+ private:
+  friend class CqTag;
+  bool Track(CqTag* tag);
+  void Untrack(CqTag* tag);
+  void Poll();
+
+  const std::string name_;
+  std::unique_ptr<grpc::CompletionQueue> owned_cq_;
+  grpc::CompletionQueue* const cq_;
+  std::vector<std::thread> threads_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<CqTag*> live_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_COMPLETION_QUEUE_THREADS_H_
