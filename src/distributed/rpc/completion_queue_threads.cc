@@ -44,16 +44,19 @@ void CompletionQueueThreads::Untrack(CqTag* tag) {
   live_.erase(tag);
 }
 
+void CompletionQueueThreads::Close() {
+  absl::MutexLock lock(&mu_);
+  if (closing_) return;
+  closing_ = true;
+  // Under the lock: a tag cannot release itself while it is being cancelled.
+  for (CqTag* tag : live_) tag->Cancel();
+}
+
 void CompletionQueueThreads::Shutdown() {
-  std::vector<CqTag*> live;
+  Close();
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
-    closing_ = true;
-    live.assign(live_.begin(), live_.end());
-    // Cancel under the lock: a tag cannot delete itself (Unregister) while
-    // it is being cancelled.
-    for (CqTag* tag : live) tag->Cancel();
     auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return live_.empty();
     };

@@ -60,12 +60,16 @@ class CompletionQueueThreads {
 
   grpc::CompletionQueue* cq() const { return cq_; }
 
-  // Whether Shutdown has begun: a tag made from then on is cancelled at once.
+  // Whether Close has been called: a tag tracked from then on is refused.
   bool closing() const;
 
-  // Cancels every live tag, waits until all are gone, then shuts the queue
-  // down and joins the threads. A server's queue may be shut down only after
-  // its server: call Server::Shutdown first.
+  // Cancels every live tag (client calls end soon with CANCELLED) and refuses
+  // new ones; the threads keep delivering events.
+  void Close();
+
+  // Closes, waits until every tag is gone, then shuts the queue down and
+  // joins the threads. A server's queue may be shut down only after its
+  // server: call Server::Shutdown first.
   void Shutdown();
 
  private:

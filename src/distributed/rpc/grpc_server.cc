@@ -220,13 +220,15 @@ absl::Status GrpcServer::Stop() {
     worker_->AbortAllSteps(absl::CancelledError(
         absl::StrCat("task ", task_name_, " is stopping")));
   }
+  // The calls this task makes end now (a step still running here fails
+  // instead of waiting for a task that may be hung), and none starts.
+  if (rpc_threads_ != nullptr) rpc_threads_->Close();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(kShutdownGraceMs));
     server_->Wait();
   }
-  // Then the calls this task made: cancelled, and their callbacks run,
-  // before the queue goes.
+  // Every call's last event has run: the queue can go.
   if (rpc_threads_ != nullptr) rpc_threads_->Shutdown();
   absl::MutexLock lock(&mu_);
   stopped_ = true;
