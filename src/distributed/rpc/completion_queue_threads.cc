@@ -4,7 +4,16 @@
 
 #include <utility>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
 namespace distflow {
+namespace {
+// How long every polling thread may be in a handler before the standby
+// thread polls too, and how often it looks.
+constexpr int64_t kStandbyAfterNs = 5'000'000;
+constexpr absl::Duration kStandbyCheck = absl::Milliseconds(5);
+}  // namespace
 
 bool CqTag::Track() { return threads_->Track(this); }
 
@@ -19,10 +28,12 @@ CompletionQueueThreads::CompletionQueueThreads(std::string name,
     : name_(std::move(name)),
       owned_cq_(cq == nullptr ? std::make_unique<grpc::CompletionQueue>()
                               : nullptr),
-      cq_(cq == nullptr ? owned_cq_.get() : cq) {
+      cq_(cq == nullptr ? owned_cq_.get() : cq),
+      num_threads_(num_threads) {
   for (int i = 0; i < num_threads; ++i) {
     threads_.emplace_back([this] { Poll(); });
   }
+  threads_.emplace_back([this] { Standby(); });
 }
 
 CompletionQueueThreads::~CompletionQueueThreads() { Shutdown(); }
@@ -64,6 +75,7 @@ void CompletionQueueThreads::Shutdown() {
     shut_down_ = true;
   }
   cq_->Shutdown();
+  stop_standby_.Notify();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
 }
@@ -73,7 +85,32 @@ void CompletionQueueThreads::Poll() {
   pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
   void* tag = nullptr;
   bool ok = false;
-  while (cq_->Next(&tag, &ok)) static_cast<CqTag*>(tag)->OnEvent(ok);
+  while (cq_->Next(&tag, &ok)) {
+    if (busy_.fetch_add(1) + 1 == num_threads_) {
+      all_busy_since_ns_.store(absl::GetCurrentTimeNanos());
+    }
+    static_cast<CqTag*>(tag)->OnEvent(ok);
+    if (busy_.fetch_sub(1) == num_threads_) all_busy_since_ns_.store(0);
+  }
+}
+
+void CompletionQueueThreads::Standby() {
+  pthread_setname_np(pthread_self(), (name_.substr(0, 13) + "_s").c_str());
+  auto all_stuck = [this] {
+    const int64_t since = all_busy_since_ns_.load();
+    return since != 0 && absl::GetCurrentTimeNanos() - since > kStandbyAfterNs;
+  };
+  while (!stop_standby_.WaitForNotificationWithTimeout(kStandbyCheck)) {
+    if (!all_stuck()) continue;
+    // Poll until a polling thread is free again (checked after each event).
+    void* tag = nullptr;
+    bool ok = false;
+    while (true) {
+      if (!cq_->Next(&tag, &ok)) return;  // the queue is shut down
+      static_cast<CqTag*>(tag)->OnEvent(ok);
+      if (all_busy_since_ns_.load() == 0) break;
+    }
+  }
 }
 
 }  // namespace distflow

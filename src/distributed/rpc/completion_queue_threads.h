@@ -6,6 +6,8 @@
 #ifndef DISTFLOW_DISTRIBUTED_RPC_COMPLETION_QUEUE_THREADS_H_
 #define DISTFLOW_DISTRIBUTED_RPC_COMPLETION_QUEUE_THREADS_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "grpcpp/grpcpp.h"
 
 namespace distflow {
@@ -52,7 +55,13 @@ class CqTag {
 class CompletionQueueThreads {
  public:
   // Polls `cq` (not owned; a server's queue, or null for a queue of its own,
-  // for client calls only) on `num_threads` threads named `name`.
+  // for client calls only) on `num_threads` threads named `name`, and keeps
+  // one more thread on standby: it polls only while every polling thread has
+  // been running one handler for longer than a few milliseconds (a long
+  // same-host read, a checkpoint saved by a small partition), so that the
+  // task keeps answering calls and keepalive pings meanwhile. Fewer threads
+  // in the queue answer faster: a reply read by one thread while another
+  // waits for it costs a wake-up.
   CompletionQueueThreads(std::string name, grpc::CompletionQueue* cq,
                          int num_threads);
   // Calls Shutdown.
@@ -77,11 +86,18 @@ class CompletionQueueThreads {
   bool Track(CqTag* tag);
   void Untrack(CqTag* tag);
   void Poll();
+  void Standby();
 
   const std::string name_;
   std::unique_ptr<grpc::CompletionQueue> owned_cq_;
   grpc::CompletionQueue* const cq_;
+  const int num_threads_;
   std::vector<std::thread> threads_;
+  // How many polling threads run a handler, and since when all of them do
+  // (nanoseconds since the epoch; 0 while one is free).
+  std::atomic<int> busy_{0};
+  std::atomic<int64_t> all_busy_since_ns_{0};
+  absl::Notification stop_standby_;
   mutable absl::Mutex mu_;
   absl::flat_hash_set<CqTag*> live_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,6 +1,7 @@
 // CompletionQueueThreads and ClientUnaryCall: a shutdown ends the calls in
 // flight (their callbacks run, with CANCELLED) instead of waiting for their
-// deadlines, and a call made after it fails at once without the queue.
+// deadlines, a call made after it fails at once without the queue, and a
+// handler that blocks does not stop the queue's other events.
 #include "distributed/rpc/completion_queue_threads.h"
 
 #include <arpa/inet.h>
@@ -86,6 +87,38 @@ TEST(CompletionQueueThreadsTest, ShutdownCancelsCallsInFlight) {
   threads.Shutdown();
   EXPECT_EQ(cancelled.load(), 3);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// While the only polling thread is stuck in one call's callback, the
+// standby thread delivers the other call's.
+TEST(CompletionQueueThreadsTest, BlockedHandlerDoesNotStopTheQueue) {
+  // A port nothing listens on: calls fail at once with UNAVAILABLE.
+  std::string closed_address;
+  {
+    SilentPort port;
+    closed_address = port.address();
+  }
+  grpc::GenericStub stub(NewChannel(closed_address));
+  CompletionQueueThreads threads("test_rpc", nullptr, 1);
+  grpc::Slice bytes(std::string("hello"));
+  grpc::ByteBuffer request(&bytes, 1);
+  grpc::ByteBuffer responses[2];
+  absl::Notification other_done;
+  std::atomic<bool> first{true};
+  std::atomic<bool> delivered_while_blocked{false};
+  for (grpc::ByteBuffer& response : responses) {
+    StartHourLongCall(
+        &threads, &stub, &request, &response, [&](const grpc::Status&) {
+          if (first.exchange(false)) {
+            delivered_while_blocked =
+                other_done.WaitForNotificationWithTimeout(absl::Seconds(5));
+          } else {
+            other_done.Notify();
+          }
+        });
+  }
+  threads.Shutdown();
+  EXPECT_TRUE(delivered_while_blocked.load());
 }
 
 TEST(CompletionQueueThreadsTest, CallAfterShutdownFailsAtOnce) {

@@ -23,9 +23,9 @@ int ThreadsOr(int requested) {
 // Master calls block while their step runs; a few run at once.
 constexpr int kMasterThreads = 8;
 // Threads that poll the task's connections and run the handlers of calls
-// (small steps and tensor pushes included) and of replies; two, so that a
-// long same-host read of a pushed tensor does not hold up other calls.
-constexpr int kRpcThreads = 2;
+// (small steps and tensor pushes included) and of replies: one, and a
+// standby thread for handlers that take long (see CompletionQueueThreads).
+constexpr int kRpcThreads = 1;
 // How long Stop lets in-flight calls finish before cancelling them.
 constexpr int kShutdownGraceMs = 2000;
 
