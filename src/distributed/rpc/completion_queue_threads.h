@@ -42,8 +42,8 @@ class CqTag {
 
  protected:
   CompletionQueueThreads* threads() const { return threads_; }
-  // Counts this tag as live. Returns false if the queue is closing: then the
-  // tag was cancelled already (its call fails as soon as it starts).
+  // Counts this tag as live. Returns false if the queue is closing: then
+  // start no operation and Release the tag.
   bool Track();
   // Stops counting this tag and deletes it.
   void Release();
