@@ -9,8 +9,9 @@
 // floor is printed too: bare unary gRPC calls (WorkerService.GetStatus, which
 // does no work) from the worker's process to the ps's server, the same two
 // processes with the same servers and channel settings; and the same calls to
-// a server on gRPC's completion-queue API from a process without a server,
-// what a runtime that avoided gRPC's callback API could reach.
+// a bare server on gRPC's completion-queue API (one polling thread that
+// answers each call itself) from a process without a server: gRPC's own floor
+// on this machine.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

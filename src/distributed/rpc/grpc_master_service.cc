@@ -7,39 +7,60 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor_coding.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/server_unary_call.h"
 #include "proto/master.grpc.pb.h"
 
 namespace distflow {
 namespace {
 
-class GrpcMasterService : public proto::MasterService::CallbackService {
+using Service = proto::MasterService::AsyncService;
+using Finish = std::function<void(const grpc::Status&)>;
+
+template <typename Request, typename Response>
+using Method = UnaryMethod<Request, Response>;
+
+class GrpcMasterService : public AsyncService {
  public:
   GrpcMasterService(Master* master, ThreadPool* pool)
-      : master_(master), pool_(pool) {}
+      : master_(master), pool_(pool) {
+    Bind(&create_session_, &Service::RequestCreateSession,
+         &GrpcMasterService::CreateSession);
+    Bind(&extend_session_, &Service::RequestExtendSession,
+         &GrpcMasterService::ExtendSession);
+    Bind(&run_step_, &Service::RequestRunStep, &GrpcMasterService::RunStep);
+    Bind(&close_session_, &Service::RequestCloseSession,
+         &GrpcMasterService::CloseSession);
+  }
 
-  grpc::ServerUnaryReactor* CreateSession(
-      grpc::CallbackServerContext* ctx,
-      const proto::CreateSessionRequest* request,
-      proto::CreateSessionResponse* response) override {
-    return Defer(ctx, [this, request, response] {
+  grpc::Service* service() override { return &service_; }
+
+  void Start(grpc::ServerCompletionQueue* cq,
+             CompletionQueueThreads* threads) override {
+    Await(&create_session_, cq, threads);
+    Await(&extend_session_, cq, threads);
+    Await(&run_step_, cq, threads);
+    Await(&close_session_, cq, threads);
+  }
+
+ private:
+  void CreateSession(const proto::CreateSessionRequest* request,
+                     proto::CreateSessionResponse* response, Finish finish) {
+    Defer(std::move(finish), [this, request, response] {
       auto handle = master_->CreateSession(request->graph());
       if (handle.ok()) response->set_session_handle(*handle);
       return handle.status();
     });
   }
-  grpc::ServerUnaryReactor* ExtendSession(
-      grpc::CallbackServerContext* ctx,
-      const proto::ExtendSessionRequest* request,
-      proto::ExtendSessionResponse* response) override {
-    return Defer(ctx, [this, request] {
+  void ExtendSession(const proto::ExtendSessionRequest* request,
+                     proto::ExtendSessionResponse* response, Finish finish) {
+    Defer(std::move(finish), [this, request] {
       return master_->ExtendSession(request->session_handle(),
                                     request->graph());
     });
   }
-  grpc::ServerUnaryReactor* RunStep(grpc::CallbackServerContext* ctx,
-                                    const proto::RunStepRequest* request,
-                                    proto::RunStepResponse* response) override {
-    return Defer(ctx, [this, request, response]() -> absl::Status {
+  void RunStep(const proto::RunStepRequest* request,
+               proto::RunStepResponse* response, Finish finish) {
+    Defer(std::move(finish), [this, request, response]() -> absl::Status {
       if (request->feed_name_size() != request->feed_size()) {
         return absl::InvalidArgumentError(
             "RunStep: feed names and values differ in number");
@@ -65,33 +86,60 @@ class GrpcMasterService : public proto::MasterService::CallbackService {
       return absl::OkStatus();
     });
   }
-  grpc::ServerUnaryReactor* CloseSession(
-      grpc::CallbackServerContext* ctx,
-      const proto::CloseSessionRequest* request,
-      proto::CloseSessionResponse* response) override {
-    return Defer(ctx, [this, request] {
+  void CloseSession(const proto::CloseSessionRequest* request,
+                    proto::CloseSessionResponse* response, Finish finish) {
+    Defer(std::move(finish), [this, request] {
       return master_->CloseSession(request->session_handle());
     });
   }
 
- private:
-  grpc::ServerUnaryReactor* Defer(grpc::CallbackServerContext* ctx,
-                                  std::function<absl::Status()> work) {
-    auto* reactor = ctx->DefaultReactor();
-    pool_->Schedule([reactor, work = std::move(work)] {
-      reactor->Finish(ToGrpcStatus(work()));
+  // Answers with `work`'s status once it has run on the pool.
+  void Defer(Finish finish, std::function<absl::Status()> work) {
+    pool_->Schedule([finish = std::move(finish), work = std::move(work)] {
+      finish(ToGrpcStatus(work()));
     });
-    return reactor;
+  }
+
+  // Hands a method's calls to `handler`.
+  template <typename Request, typename Response, typename RequestFn>
+  void Bind(Method<Request, Response>* method, RequestFn request_fn,
+            void (GrpcMasterService::*handler)(const Request*, Response*,
+                                               Finish)) {
+    method->request = [this, request_fn](
+                          grpc::ServerContext* ctx, Request* request,
+                          grpc::ServerAsyncResponseWriter<Response>* writer,
+                          grpc::ServerCompletionQueue* cq, void* tag) {
+      (service_.*request_fn)(ctx, request, writer, cq, cq, tag);
+    };
+    method->handle = [this, handler](const Request* request, Response* response,
+                                     Finish finish) {
+      (this->*handler)(request, response, std::move(finish));
+    };
+  }
+
+  template <typename Request, typename Response>
+  static void Await(const Method<Request, Response>* method,
+                    grpc::ServerCompletionQueue* cq,
+                    CompletionQueueThreads* threads) {
+    ServerUnaryCall<Request, Response>::Await(method, cq, threads);
   }
 
   Master* const master_;
   ThreadPool* const pool_;
+  Service service_;
+  Method<proto::CreateSessionRequest, proto::CreateSessionResponse>
+      create_session_;
+  Method<proto::ExtendSessionRequest, proto::ExtendSessionResponse>
+      extend_session_;
+  Method<proto::RunStepRequest, proto::RunStepResponse> run_step_;
+  Method<proto::CloseSessionRequest, proto::CloseSessionResponse>
+      close_session_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewGrpcMasterService(Master* master,
-                                                    ThreadPool* pool) {
+std::unique_ptr<AsyncService> NewGrpcMasterService(Master* master,
+                                                   ThreadPool* pool) {
   return std::make_unique<GrpcMasterService>(master, pool);
 }
 

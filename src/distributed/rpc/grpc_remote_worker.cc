@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "base/logging.h"
+#include "distributed/rpc/client_unary_call.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/same_host.h"
 #include "distributed/rpc/tensor_wire.h"
@@ -23,8 +24,14 @@ constexpr char kPushTensorMethod[] = "/distflow.proto.WorkerService/PushTensor";
 class GrpcRemoteWorker : public WorkerInterface {
  public:
   GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string task,
-                   std::string address, RpcDeadlines deadlines, bool same_host)
-      : stub_(proto::WorkerService::NewStub(channel)),
+                   std::string address, RpcDeadlines deadlines, bool same_host,
+                   CompletionQueueThreads* threads)
+      : owned_threads_(threads == nullptr
+                           ? std::make_unique<CompletionQueueThreads>(
+                                 "rpc_client", nullptr, 1)
+                           : nullptr),
+        threads_(threads == nullptr ? owned_threads_.get() : threads),
+        stub_(proto::WorkerService::NewStub(channel)),
         generic_(channel),
         task_(std::move(task)),
         address_(std::move(address)),
@@ -35,36 +42,40 @@ class GrpcRemoteWorker : public WorkerInterface {
                       proto::GetStatusResponse* response,
                       StatusCallback done) override {
     Call(deadlines_.control_ms, "GetStatus", std::move(done),
-         [&](grpc::ClientContext* ctx, Callback callback) {
-           stub_->async()->GetStatus(ctx, request, response,
-                                     std::move(callback));
+         [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
+             grpc::Status* status, void* tag) {
+           return Unary(stub_->PrepareAsyncGetStatus(ctx, *request, cq),
+                        response, status, tag);
          });
   }
   void RegisterGraphAsync(const proto::RegisterGraphRequest* request,
                           proto::RegisterGraphResponse* response,
                           StatusCallback done) override {
     Call(deadlines_.control_ms, "RegisterGraph", std::move(done),
-         [&](grpc::ClientContext* ctx, Callback callback) {
-           stub_->async()->RegisterGraph(ctx, request, response,
-                                         std::move(callback));
+         [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
+             grpc::Status* status, void* tag) {
+           return Unary(stub_->PrepareAsyncRegisterGraph(ctx, *request, cq),
+                        response, status, tag);
          });
   }
   void DeregisterGraphAsync(const proto::DeregisterGraphRequest* request,
                             proto::DeregisterGraphResponse* response,
                             StatusCallback done) override {
     Call(deadlines_.control_ms, "DeregisterGraph", std::move(done),
-         [&](grpc::ClientContext* ctx, Callback callback) {
-           stub_->async()->DeregisterGraph(ctx, request, response,
-                                           std::move(callback));
+         [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
+             grpc::Status* status, void* tag) {
+           return Unary(stub_->PrepareAsyncDeregisterGraph(ctx, *request, cq),
+                        response, status, tag);
          });
   }
   void RunGraphAsync(const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
     Call(deadlines_.step_ms, "RunGraph", std::move(done),
-         [&](grpc::ClientContext* ctx, Callback callback) {
-           stub_->async()->RunGraph(ctx, request, response,
-                                    std::move(callback));
+         [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
+             grpc::Status* status, void* tag) {
+           return Unary(stub_->PrepareAsyncRunGraph(ctx, *request, cq),
+                        response, status, tag);
          });
   }
   absl::Status RunGraphWithTensors(const proto::RunGraphRequest* request,
@@ -92,21 +103,23 @@ class GrpcRemoteWorker : public WorkerInterface {
                       proto::AbortStepResponse* response,
                       StatusCallback done) override {
     Call(deadlines_.control_ms, "AbortStep", std::move(done),
-         [&](grpc::ClientContext* ctx, Callback callback) {
+         [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
+             grpc::Status* status, void* tag) {
            // An abort after a failed push waits for the receiver to be
            // reachable again (see AbortStepRequest.wait_for_ready).
            ctx->set_wait_for_ready(request->wait_for_ready());
-           stub_->async()->AbortStep(ctx, request, response,
-                                     std::move(callback));
+           return Unary(stub_->PrepareAsyncAbortStep(ctx, *request, cq),
+                        response, status, tag);
          });
   }
   void ShutdownAsync(const proto::ShutdownRequest* request,
                      proto::ShutdownResponse* response,
                      StatusCallback done) override {
     Call(deadlines_.control_ms, "Shutdown", std::move(done),
-         [&](grpc::ClientContext* ctx, Callback callback) {
-           stub_->async()->Shutdown(ctx, request, response,
-                                    std::move(callback));
+         [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
+             grpc::Status* status, void* tag) {
+           return Unary(stub_->PrepareAsyncShutdown(ctx, *request, cq),
+                        response, status, tag);
          });
   }
 
@@ -126,6 +139,7 @@ class GrpcRemoteWorker : public WorkerInterface {
   // to a hung task wait), and their callbacks use this object: cancel them
   // and wait for the callbacks.
   ~GrpcRemoteWorker() override {
+    // (owned_threads_, if any, outlives the calls: it is destroyed last.)
     std::vector<std::shared_ptr<grpc::ClientContext>> calls;
     {
       absl::MutexLock lock(&tracked_mu_);
@@ -142,22 +156,49 @@ class GrpcRemoteWorker : public WorkerInterface {
   }
 
  private:
-  using Callback = std::function<void(grpc::Status)>;
+  // Starts a prepared call: its reply goes to `response`.
+  template <typename Reader, typename Response>
+  static std::shared_ptr<void> Unary(std::unique_ptr<Reader> reader,
+                                     Response* response, grpc::Status* status,
+                                     void* tag) {
+    reader->StartCall();
+    reader->Finish(response, status, tag);
+    return std::shared_ptr<void>(std::move(reader));
+  }
 
   // Starts a unary call with `start`, tracked (see the destructor); `done`
   // gets its status, naming this task where the transport failed.
-  template <typename StartFn>
   void Call(int64_t deadline_ms, const char* method, StatusCallback done,
-            StartFn start) {
+            const ClientUnaryCall::StartFn& start) {
     uint64_t id = 0;
     std::shared_ptr<grpc::ClientContext> ctx = StartTracked(deadline_ms, &id);
-    grpc::ClientContext* raw = ctx.get();
-    start(raw, [this, ctx = std::move(ctx), id, method,
-                done = std::move(done)](grpc::Status s) mutable {
-      done(FromGrpcCallStatus(s, task_, address_, method));
-      ctx.reset();     // see PushOverConnection
-      EndTracked(id);  // the last use of this object
-    });
+    ClientUnaryCall::Start(
+        threads_, std::move(ctx), start,
+        [this, id, method, done = std::move(done)](const grpc::Status& s) {
+          done(FromGrpcCallStatus(s, task_, address_, method));
+          EndTracked(id);  // the last use of this object
+        });
+  }
+
+  // Sends one PushTensor message; `done` gets the call's status (and the
+  // response is in `response` then).
+  void Push(const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+            std::function<void(const grpc::Status&)> done) {
+    uint64_t id = 0;
+    std::shared_ptr<grpc::ClientContext> ctx =
+        StartTracked(deadlines_.step_ms, &id);
+    ClientUnaryCall::Start(
+        threads_, std::move(ctx),
+        [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
+            grpc::Status* status, void* tag) {
+          return Unary(
+              generic_.PrepareUnaryCall(ctx, kPushTensorMethod, *request, cq),
+              response, status, tag);
+        },
+        [this, id, done = std::move(done)](const grpc::Status& s) {
+          done(s);
+          EndTracked(id);  // the last use of this object
+        });
   }
 
   // Sends the tensor's bytes over the connection, in chunks.
@@ -168,8 +209,6 @@ class GrpcRemoteWorker : public WorkerInterface {
     struct State {
       std::vector<grpc::ByteBuffer> requests;
       std::vector<grpc::ByteBuffer> responses;
-      std::vector<std::shared_ptr<grpc::ClientContext>> contexts;
-      std::vector<uint64_t> ids;
       std::atomic<int> pending{0};
       absl::Mutex mu;
       absl::Status status;
@@ -181,37 +220,25 @@ class GrpcRemoteWorker : public WorkerInterface {
     state->responses.resize(n);
     state->pending = static_cast<int>(n);
     state->done = std::move(done);
-    state->ids.resize(n);
     for (size_t i = 0; i < n; ++i) {
-      state->contexts.push_back(
-          StartTracked(deadlines_.step_ms, &state->ids[i]));
-    }
-    for (size_t i = 0; i < n; ++i) {
-      generic_.UnaryCall(
-          state->contexts[i].get(), kPushTensorMethod, grpc::StubOptions(),
-          &state->requests[i], &state->responses[i],
-          [this, state, i](grpc::Status s) {
-            if (!s.ok()) {
-              absl::MutexLock lock(&state->mu);
-              if (state->status.ok()) {
-                state->status =
-                    FromGrpcCallStatus(s, task_, address_, "PushTensor");
-              }
-            }
-            if (state->pending.fetch_sub(1) == 1) {
-              absl::Status result;
-              {
-                absl::MutexLock lock(&state->mu);
-                result = state->status;
-              }
-              state->done(result);
-            }
-            // The context goes here, not with the callback: gRPC destroys
-            // the callback while it tears the call down, and a context
-            // destroyed then releases the call a second time.
-            state->contexts[i].reset();
-            EndTracked(state->ids[i]);  // the last use of this
-          });
+      Push(&state->requests[i], &state->responses[i],
+           [this, state](const grpc::Status& s) {
+             if (!s.ok()) {
+               absl::MutexLock lock(&state->mu);
+               if (state->status.ok()) {
+                 state->status =
+                     FromGrpcCallStatus(s, task_, address_, "PushTensor");
+               }
+             }
+             if (state->pending.fetch_sub(1) == 1) {
+               absl::Status result;
+               {
+                 absl::MutexLock lock(&state->mu);
+                 result = state->status;
+               }
+               state->done(result);
+             }
+           });
     }
   }
 
@@ -226,42 +253,35 @@ class GrpcRemoteWorker : public WorkerInterface {
       grpc::ByteBuffer request;
       grpc::ByteBuffer response;
       Tensor pinned;
-      std::shared_ptr<grpc::ClientContext> context;
-      uint64_t id = 0;
       StatusCallback done;
     };
     auto state = std::make_shared<State>();
     state->request = EncodeSameHostPush(step_id, key, value);
     state->pinned = value;
     state->done = std::move(done);
-    state->context = StartTracked(deadlines_.step_ms, &state->id);
-    generic_.UnaryCall(
-        state->context.get(), kPushTensorMethod, grpc::StubOptions(),
-        &state->request, &state->response,
-        [this, state, step_id, key](grpc::Status s) {
-          proto::PushTensorResponse response;
-          if (s.ok() && !ParseResponse(state->response, &response)) {
-            s = grpc::Status(grpc::StatusCode::INTERNAL,
-                             "unreadable PushTensor response");
-          }
-          if (!s.ok()) {
-            state->done(FromGrpcCallStatus(s, task_, address_, "PushTensor"));
-          } else if (response.same_host_refused().empty()) {
-            state->done(absl::OkStatus());
-          } else {
-            if (!same_host_refused_.exchange(true)) {
-              DF_LOG(Warning) << "task " << task_ << " at " << address_
-                              << " cannot take tensors by the same-host path ("
-                              << response.same_host_refused()
-                              << "); pushing them over TCP from now on";
-            }
-            PushOverConnection(step_id, key, state->pinned,
-                               std::move(state->done));
-          }
-          state->pinned = Tensor();
-          state->context.reset();  // as in PushOverConnection
-          EndTracked(state->id);   // the last use of this
-        });
+    Push(&state->request, &state->response,
+         [this, state, step_id, key](grpc::Status s) {
+           proto::PushTensorResponse response;
+           if (s.ok() && !ParseResponse(state->response, &response)) {
+             s = grpc::Status(grpc::StatusCode::INTERNAL,
+                              "unreadable PushTensor response");
+           }
+           if (!s.ok()) {
+             state->done(FromGrpcCallStatus(s, task_, address_, "PushTensor"));
+           } else if (response.same_host_refused().empty()) {
+             state->done(absl::OkStatus());
+           } else {
+             if (!same_host_refused_.exchange(true)) {
+               DF_LOG(Warning) << "task " << task_ << " at " << address_
+                               << " cannot take tensors by the same-host path ("
+                               << response.same_host_refused()
+                               << "); pushing them over TCP from now on";
+             }
+             PushOverConnection(step_id, key, state->pinned,
+                                std::move(state->done));
+           }
+           state->pinned = Tensor();
+         });
   }
 
   static bool ParseResponse(const grpc::ByteBuffer& buffer,
@@ -290,6 +310,9 @@ class GrpcRemoteWorker : public WorkerInterface {
     absl::MutexLock lock(&tracked_mu_);
     tracked_.erase(id);
   }
+  // The queue of this worker's calls: the server's, or (without one) its own.
+  std::unique_ptr<CompletionQueueThreads> owned_threads_;
+  CompletionQueueThreads* const threads_;
   std::unique_ptr<proto::WorkerService::Stub> stub_;
   grpc::GenericStub generic_;
   const std::string task_;
@@ -311,9 +334,10 @@ class GrpcRemoteWorker : public WorkerInterface {
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
     std::shared_ptr<grpc::Channel> channel, const std::string& task,
-    const std::string& address, const RpcDeadlines& deadlines, bool same_host) {
+    const std::string& address, const RpcDeadlines& deadlines, bool same_host,
+    CompletionQueueThreads* threads) {
   return std::make_unique<GrpcRemoteWorker>(std::move(channel), task, address,
-                                            deadlines, same_host);
+                                            deadlines, same_host, threads);
 }
 
 }  // namespace distflow

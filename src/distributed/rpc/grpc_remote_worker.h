@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "distributed/rpc/completion_queue_threads.h"
 #include "distributed/worker_interface.h"
 #include "grpcpp/grpcpp.h"
 
@@ -21,10 +22,13 @@ struct RpcDeadlines {
 // `task` ("/job:ps/replica:0/task:0") and `address` name the peer in errors.
 // With `same_host`, large tensors are offered to the peer by the same-host
 // path (same_host.h), falling back to the connection for good if it refuses.
+// Calls complete on `threads` (not owned; a server's, which outlives the
+// worker's calls: see CompletionQueueThreads::Shutdown), or without it on a
+// thread of the worker's own.
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
     std::shared_ptr<grpc::Channel> channel, const std::string& task,
     const std::string& address, const RpcDeadlines& deadlines = {},
-    bool same_host = true);
+    bool same_host = true, CompletionQueueThreads* threads = nullptr);
 
 }  // namespace distflow
 

@@ -24,6 +24,10 @@ int ThreadsOr(int requested) {
 
 // Master calls block while their step runs; a few run at once.
 constexpr int kMasterThreads = 8;
+// Threads that poll the task's connections and run the handlers of calls
+// (small steps and tensor pushes included) and of replies: one, and a
+// standby thread for handlers that take long (see CompletionQueueThreads).
+constexpr int kRpcThreads = 1;
 // How long Stop lets in-flight calls finish before cancelling them.
 constexpr int kShutdownGraceMs = 2000;
 
@@ -95,6 +99,19 @@ absl::Status GrpcServer::Start() {
         absl::StrCat("task ", task_name_, " has a malformed address '", address,
                      "'; expected host:port"));
   }
+  // Listen on every interface unless the cluster names a loopback address
+  // (tests stay off the network).
+  const std::string listen =
+      absl::StrCat(IsLoopback(host_) ? host_ : "0.0.0.0", ":", port_);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  int bound = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  // One queue for the calls this task serves and those it makes.
+  cq_ = builder.AddCompletionQueue();
+  rpc_threads_ =
+      std::make_unique<CompletionQueueThreads>("rpc", cq_.get(), kRpcThreads);
+
   RpcDeadlines deadlines;
   deadlines.control_ms = options_.rpc_timeout_ms;
   deadlines.step_ms = options_.step_timeout_ms;
@@ -103,7 +120,7 @@ absl::Status GrpcServer::Start() {
   const bool same_host =
       options_.same_host_transport && SameHostTransportAllowedByEnv();
   worker_cache_ = std::make_unique<GrpcWorkerCache>(
-      cluster(), task_name_, nullptr, deadlines, same_host);
+      cluster(), task_name_, nullptr, deadlines, same_host, rpc_threads_.get());
   WorkerEnv worker_env;
   worker_env.task_name = task_name_;
   worker_env.worker_cache = worker_cache_.get();
@@ -142,25 +159,20 @@ absl::Status GrpcServer::Start() {
   master_stream_service_ =
       NewGrpcMasterStreamService(master_.get(), &master_pool_);
 
-  // Listen on every interface unless the cluster names a loopback address
-  // (tests stay off the network).
-  const std::string listen =
-      absl::StrCat(IsLoopback(host_) ? host_ : "0.0.0.0", ":", port_);
-  grpc::ServerBuilder builder;
-  ConfigureServerBuilder(&builder);
-  int bound = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
-  builder.RegisterService(worker_service_.get());
-  builder.RegisterService(master_service_.get());
+  builder.RegisterService(worker_service_->service());
+  builder.RegisterService(master_service_->service());
   builder.RegisterService(master_stream_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound == 0) {
     server_.reset();
+    rpc_threads_->Shutdown();
     return absl::UnavailableError(absl::StrCat(
         "task ", task_name_, " cannot listen on ", listen,
         ": the port is in use or the address is not this machine's; stop "
         "the process that holds it or choose another port"));
   }
+  worker_service_->Start(cq_.get(), rpc_threads_.get());
+  master_service_->Start(cq_.get(), rpc_threads_.get());
   port_ = bound;
   {
     absl::MutexLock lock(&mu_);
@@ -223,11 +235,16 @@ absl::Status GrpcServer::Stop() {
     worker_->AbortAllSteps(absl::CancelledError(
         absl::StrCat("task ", task_name_, " is stopping")));
   }
+  // The calls this task makes end now (a step still running here fails
+  // instead of waiting for a task that may be hung), and none starts.
+  if (rpc_threads_ != nullptr) rpc_threads_->Close();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(kShutdownGraceMs));
     server_->Wait();
   }
+  // Every call's last event has run: the queue can go.
+  if (rpc_threads_ != nullptr) rpc_threads_->Shutdown();
   absl::MutexLock lock(&mu_);
   stopped_ = true;
   return absl::OkStatus();

@@ -12,6 +12,8 @@
 #include "base/thread_pool.h"
 #include "distflow/server.h"
 #include "distributed/master.h"
+#include "distributed/rpc/async_service.h"
+#include "distributed/rpc/completion_queue_threads.h"
 #include "distributed/rpc/grpc_worker_cache.h"
 #include "distributed/worker.h"
 #include "grpcpp/grpcpp.h"
@@ -59,12 +61,17 @@ class GrpcServer : public Server {
   ThreadPool master_pool_;
   mutable absl::Mutex mu_;
   ClusterMap cluster_ ABSL_GUARDED_BY(mu_);
+  // The queue of every call this task serves or makes, and the threads that
+  // poll it (declared before their users: destroyed after them).
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<CompletionQueueThreads> rpc_threads_;
   std::unique_ptr<GrpcWorkerCache> worker_cache_;
   std::unique_ptr<Worker> worker_;
   // Shared with sessions of this process that call it directly.
   std::shared_ptr<Master> master_;
-  std::unique_ptr<grpc::Service> worker_service_;
-  std::unique_ptr<grpc::Service> master_service_;
+  std::unique_ptr<AsyncService> worker_service_;
+  std::unique_ptr<AsyncService> master_service_;
+  // The client streams of remote steps (gRPC callback API).
   std::unique_ptr<grpc::Service> master_stream_service_;
   std::unique_ptr<grpc::Server> server_;
   // Stop requested (by Stop or over RPC); Stop started; Stop finished.

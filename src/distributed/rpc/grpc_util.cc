@@ -10,6 +10,10 @@ constexpr int kKeepaliveTimeMs = 2000;
 constexpr int kKeepaliveTimeoutMs = 5000;
 constexpr int kMaxFrameSize = (1 << 24) - 1;  // HTTP/2's largest
 constexpr int kLookaheadBytes = 64 << 20;
+// How long one connection attempt may take. gRPC takes it from the minimum
+// reconnect backoff: at 100 ms, a connection whose handshake was not seen in
+// time on a busy machine failed its first calls with UNAVAILABLE.
+constexpr int kMinConnectTimeoutMs = 5000;
 }  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& s) {
@@ -61,7 +65,7 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // Every pair of tasks gets its own connection (no sharing between the
   // master's and the worker's channels to one task).

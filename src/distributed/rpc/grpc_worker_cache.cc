@@ -16,11 +16,13 @@ std::string TaskName(const std::string& job, int task_index) {
 
 GrpcWorkerCache::GrpcWorkerCache(ClusterMap cluster, std::string local_task,
                                  WorkerInterface* local_worker,
-                                 RpcDeadlines deadlines, bool same_host)
+                                 RpcDeadlines deadlines, bool same_host,
+                                 CompletionQueueThreads* threads)
     : local_task_(std::move(local_task)),
       local_worker_(local_worker),
       deadlines_(deadlines),
       same_host_(same_host),
+      threads_(threads),
       cluster_(std::move(cluster)) {}
 
 std::string GrpcWorkerCache::AddressOf(const std::string& task) {
@@ -52,7 +54,7 @@ absl::StatusOr<WorkerInterface*> GrpcWorkerCache::GetWorker(
   auto it = workers_.find(task);
   if (it != workers_.end()) return it->second.get();
   auto worker = NewGrpcRemoteWorker(NewChannel(address), task, address,
-                                    deadlines_, same_host_);
+                                    deadlines_, same_host_, threads_);
   WorkerInterface* raw = worker.get();
   workers_.emplace(task, std::move(worker));
   return raw;

@@ -25,10 +25,12 @@ std::string TaskName(const std::string& job, int task_index);
 class GrpcWorkerCache : public WorkerCacheInterface {
  public:
   // `local_worker` (not owned, may be null) serves `local_task`. Remote
-  // workers offer the same-host path if `same_host` is set.
+  // workers offer the same-host path if `same_host` is set, and complete
+  // their calls on `threads` (not owned; see NewGrpcRemoteWorker).
   GrpcWorkerCache(ClusterMap cluster, std::string local_task,
                   WorkerInterface* local_worker, RpcDeadlines deadlines = {},
-                  bool same_host = true);
+                  bool same_host = true,
+                  CompletionQueueThreads* threads = nullptr);
 
   absl::StatusOr<WorkerInterface*> GetWorker(const std::string& task) override;
   std::string AddressOf(const std::string& task) override;
@@ -45,6 +47,7 @@ class GrpcWorkerCache : public WorkerCacheInterface {
   WorkerInterface* local_worker_ ABSL_GUARDED_BY(mu_);
   const RpcDeadlines deadlines_;
   const bool same_host_;
+  CompletionQueueThreads* const threads_;
   absl::Mutex mu_;
   ClusterMap cluster_ ABSL_GUARDED_BY(mu_);
   // Workers stay alive as long as the cache: callers hold raw pointers.

@@ -1,7 +1,11 @@
 #include "distributed/rpc/grpc_worker_service.h"
 
+#include <functional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/server_unary_call.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.grpc.pb.h"
 
@@ -12,135 +16,148 @@ namespace {
 // tensors.
 constexpr size_t kMaxIdleRecvBytes = size_t{1} << 30;
 
-using Base = proto::WorkerService::WithCallbackMethod_GetStatus<
-    proto::WorkerService::WithCallbackMethod_RegisterGraph<
-        proto::WorkerService::WithCallbackMethod_DeregisterGraph<
-            proto::WorkerService::WithCallbackMethod_RunGraph<
-                proto::WorkerService::WithCallbackMethod_AbortStep<
-                    proto::WorkerService::WithRawCallbackMethod_PushTensor<
-                        proto::WorkerService::WithCallbackMethod_Shutdown<
+using Service = proto::WorkerService::WithAsyncMethod_GetStatus<
+    proto::WorkerService::WithAsyncMethod_RegisterGraph<
+        proto::WorkerService::WithAsyncMethod_DeregisterGraph<
+            proto::WorkerService::WithAsyncMethod_RunGraph<
+                proto::WorkerService::WithAsyncMethod_AbortStep<
+                    proto::WorkerService::WithRawMethod_PushTensor<
+                        proto::WorkerService::WithAsyncMethod_Shutdown<
                             proto::WorkerService::Service>>>>>>>;
 
-// A RunGraph whose caller goes away (its master died, or cancelled the call)
-// aborts its step here, so that the step's ops waiting for tensors from the
-// dead task do not wait forever.
-class RunGraphReactor : public grpc::ServerUnaryReactor {
- public:
-  RunGraphReactor(Worker* worker, int64_t step_id)
-      : worker_(worker), step_id_(step_id) {}
-  void OnCancel() override {
-    proto::AbortStepRequest request;
-    request.set_step_id(step_id_);
-    request.set_code(static_cast<int>(absl::StatusCode::kCancelled));
-    request.set_message(absl::StrCat("the master of step ", step_id_,
-                                     " cancelled it or went away"));
-    proto::AbortStepResponse response;
-    worker_->AbortStepAsync(&request, &response, [](const absl::Status&) {});
-  }
-  void OnDone() override { delete this; }
+using Finish = std::function<void(const grpc::Status&)>;
 
- private:
-  Worker* const worker_;
-  const int64_t step_id_;
-};
+StatusCallback Finisher(Finish finish) {
+  return [finish = std::move(finish)](const absl::Status& s) {
+    finish(ToGrpcStatus(s));
+  };
+}
 
-class GrpcWorkerService : public Base {
+class GrpcWorkerService : public AsyncService {
  public:
   GrpcWorkerService(Worker* worker, bool same_host_reads)
       : worker_(worker),
         assembler_(RecvBufferPool::Create(kMaxIdleRecvBytes), same_host_reads) {
+    Forward(&get_status_, &Service::RequestGetStatus, &Worker::GetStatusAsync);
+    Forward(&register_graph_, &Service::RequestRegisterGraph,
+            &Worker::RegisterGraphAsync);
+    Forward(&deregister_graph_, &Service::RequestDeregisterGraph,
+            &Worker::DeregisterGraphAsync);
+    Forward(&run_graph_, &Service::RequestRunGraph, &Worker::RunGraphAsync);
+    // A RunGraph whose caller goes away (its master died, or cancelled the
+    // call) aborts its step here, so that the step's ops waiting for tensors
+    // from the dead task do not wait forever.
+    run_graph_.on_cancel = [this](const proto::RunGraphRequest& request) {
+      auto abort = std::make_shared<proto::AbortStepRequest>();
+      abort->set_step_id(request.step_id());
+      abort->set_code(static_cast<int>(absl::StatusCode::kCancelled));
+      abort->set_message(absl::StrCat("the master of step ", request.step_id(),
+                                      " cancelled it or went away"));
+      auto response = std::make_shared<proto::AbortStepResponse>();
+      worker_->AbortStepAsync(abort.get(), response.get(),
+                              [abort, response](const absl::Status&) {});
+    };
+    Forward(&abort_step_, &Service::RequestAbortStep, &Worker::AbortStepAsync);
+    abort_step_.handle = [this](const proto::AbortStepRequest* request,
+                                proto::AbortStepResponse* response,
+                                Finish finish) {
+      assembler_.DropStep(request->step_id());
+      worker_->AbortStepAsync(request, response, Finisher(std::move(finish)));
+    };
+    Forward(&shutdown_, &Service::RequestShutdown, &Worker::ShutdownAsync);
+    push_tensor_.request =
+        [this](grpc::ServerContext* ctx, grpc::ByteBuffer* request,
+               grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer,
+               grpc::ServerCompletionQueue* cq, void* tag) {
+          service_.RequestPushTensor(ctx, request, writer, cq, cq, tag);
+        };
+    push_tensor_.handle = [this](const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response, Finish finish) {
+      PushTensor(*request, response, std::move(finish));
+    };
   }
 
-  grpc::ServerUnaryReactor* GetStatus(
-      grpc::CallbackServerContext* ctx, const proto::GetStatusRequest* request,
-      proto::GetStatusResponse* response) override {
-    return Forward(ctx, request, response, &Worker::GetStatusAsync);
+  grpc::Service* service() override { return &service_; }
+
+  void Start(grpc::ServerCompletionQueue* cq,
+             CompletionQueueThreads* threads) override {
+    Await(&get_status_, cq, threads);
+    Await(&register_graph_, cq, threads);
+    Await(&deregister_graph_, cq, threads);
+    Await(&run_graph_, cq, threads);
+    Await(&abort_step_, cq, threads);
+    Await(&push_tensor_, cq, threads);
+    Await(&shutdown_, cq, threads);
   }
-  grpc::ServerUnaryReactor* RegisterGraph(
-      grpc::CallbackServerContext* ctx,
-      const proto::RegisterGraphRequest* request,
-      proto::RegisterGraphResponse* response) override {
-    return Forward(ctx, request, response, &Worker::RegisterGraphAsync);
+
+ private:
+  template <typename Request, typename Response>
+  using Method = UnaryMethod<Request, Response>;
+
+  template <typename Request, typename Response>
+  static void Await(const Method<Request, Response>* method,
+                    grpc::ServerCompletionQueue* cq,
+                    CompletionQueueThreads* threads) {
+    ServerUnaryCall<Request, Response>::Await(method, cq, threads);
   }
-  grpc::ServerUnaryReactor* DeregisterGraph(
-      grpc::CallbackServerContext* ctx,
-      const proto::DeregisterGraphRequest* request,
-      proto::DeregisterGraphResponse* response) override {
-    return Forward(ctx, request, response, &Worker::DeregisterGraphAsync);
+
+  // Hands a method's calls to the worker, which answers through `finish`.
+  template <typename Request, typename Response, typename RequestFn>
+  void Forward(Method<Request, Response>* method, RequestFn request_fn,
+               void (Worker::*handler)(const Request*, Response*,
+                                       StatusCallback)) {
+    method->request = [this, request_fn](
+                          grpc::ServerContext* ctx, Request* request,
+                          grpc::ServerAsyncResponseWriter<Response>* writer,
+                          grpc::ServerCompletionQueue* cq, void* tag) {
+      (service_.*request_fn)(ctx, request, writer, cq, cq, tag);
+    };
+    method->handle = [this, handler](const Request* request, Response* response,
+                                     Finish finish) {
+      (worker_->*handler)(request, response, Finisher(std::move(finish)));
+    };
   }
-  grpc::ServerUnaryReactor* RunGraph(
-      grpc::CallbackServerContext* ctx, const proto::RunGraphRequest* request,
-      proto::RunGraphResponse* response) override {
-    auto* reactor = new RunGraphReactor(worker_, request->step_id());
-    // A small partition runs to its end here, on gRPC's thread, and answers
-    // before this returns (which gRPC allows); a larger one answers later.
-    worker_->RunGraphAsync(request, response, Finisher(reactor));
-    return reactor;
-  }
-  grpc::ServerUnaryReactor* AbortStep(
-      grpc::CallbackServerContext* ctx, const proto::AbortStepRequest* request,
-      proto::AbortStepResponse* response) override {
-    auto* reactor = ctx->DefaultReactor();
-    assembler_.DropStep(request->step_id());
-    worker_->AbortStepAsync(request, response, Finisher(reactor));
-    return reactor;
-  }
-  grpc::ServerUnaryReactor* PushTensor(grpc::CallbackServerContext* ctx,
-                                       const grpc::ByteBuffer* request,
-                                       grpc::ByteBuffer* response) override {
-    auto* reactor = ctx->DefaultReactor();
+
+  void PushTensor(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                  Finish finish) {
     // The (empty) PushTensorResponse: gRPC refuses to send an unset buffer.
     grpc::Slice empty;
     *response = grpc::ByteBuffer(&empty, 1);
-    auto pushed = assembler_.Add(*request);
+    auto pushed = assembler_.Add(request);
     if (!pushed.ok()) {
-      reactor->Finish(ToGrpcStatus(pushed.status()));
+      finish(ToGrpcStatus(pushed.status()));
     } else if (!pushed->same_host_refused.empty()) {
       proto::PushTensorResponse refused;
       refused.set_same_host_refused(pushed->same_host_refused);
       grpc::Slice bytes(refused.SerializeAsString());
       *response = grpc::ByteBuffer(&bytes, 1);
-      reactor->Finish(grpc::Status::OK);
+      finish(grpc::Status::OK);
     } else if (!pushed->value.IsInitialized()) {
-      reactor->Finish(grpc::Status::OK);  // more chunks to come
+      finish(grpc::Status::OK);  // more chunks to come
     } else {
       worker_->PushTensorAsync(pushed->step_id, pushed->key, pushed->value,
-                               Finisher(reactor));
+                               Finisher(std::move(finish)));
     }
-    return reactor;
-  }
-  grpc::ServerUnaryReactor* Shutdown(
-      grpc::CallbackServerContext* ctx, const proto::ShutdownRequest* request,
-      proto::ShutdownResponse* response) override {
-    return Forward(ctx, request, response, &Worker::ShutdownAsync);
-  }
-
- private:
-  // Hands a unary call to the worker, which answers through the reactor.
-  template <typename Request, typename Response>
-  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx,
-                                    const Request* request, Response* response,
-                                    void (Worker::*method)(const Request*,
-                                                           Response*,
-                                                           StatusCallback)) {
-    auto* reactor = ctx->DefaultReactor();
-    (worker_->*method)(request, response, Finisher(reactor));
-    return reactor;
-  }
-
-  static StatusCallback Finisher(grpc::ServerUnaryReactor* reactor) {
-    return
-        [reactor](const absl::Status& s) { reactor->Finish(ToGrpcStatus(s)); };
   }
 
   Worker* const worker_;
   PushAssembler assembler_;
+  Service service_;
+  Method<proto::GetStatusRequest, proto::GetStatusResponse> get_status_;
+  Method<proto::RegisterGraphRequest, proto::RegisterGraphResponse>
+      register_graph_;
+  Method<proto::DeregisterGraphRequest, proto::DeregisterGraphResponse>
+      deregister_graph_;
+  Method<proto::RunGraphRequest, proto::RunGraphResponse> run_graph_;
+  Method<proto::AbortStepRequest, proto::AbortStepResponse> abort_step_;
+  Method<grpc::ByteBuffer, grpc::ByteBuffer> push_tensor_;
+  Method<proto::ShutdownRequest, proto::ShutdownResponse> shutdown_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewGrpcWorkerService(Worker* worker,
-                                                    bool same_host_reads) {
+std::unique_ptr<AsyncService> NewGrpcWorkerService(Worker* worker,
+                                                   bool same_host_reads) {
   return std::make_unique<GrpcWorkerService>(worker, same_host_reads);
 }
 

@@ -1,0 +1,116 @@
+// A unary method of a service on gRPC's completion-queue API: each call is
+// handled on the polling thread that received it (completion_queue_threads.h)
+// and answered whenever its handler finishes, from any thread.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_SERVER_UNARY_CALL_H_
+#define DISTFLOW_DISTRIBUTED_RPC_SERVER_UNARY_CALL_H_
+
+#include <atomic>
+#include <functional>
+#include <utility>
+
+#include "distributed/rpc/completion_queue_threads.h"
+#include "grpcpp/grpcpp.h"
+
+namespace distflow {
+
+template <typename Request, typename Response>
+struct UnaryMethod {
+  using Writer = grpc::ServerAsyncResponseWriter<Response>;
+  // Asks the server for the next call (the generated RequestFoo).
+  std::function<void(grpc::ServerContext*, Request*, Writer*,
+                     grpc::ServerCompletionQueue*, void* tag)>
+      request;
+  // Handles one call: answers by calling `finish` exactly once, now or later
+  // and from any thread. `request` and `response` live until then, and until
+  // `handle` returns.
+  std::function<void(const Request* request, Response* response,
+                     std::function<void(const grpc::Status&)> finish)>
+      handle;
+  // If set: called (on a polling thread) when a call ends without its answer
+  // reaching the caller: the caller cancelled it, went away, or the server
+  // stopped.
+  std::function<void(const Request& request)> on_cancel;
+};
+
+// One call of `method`: waits for it, then handles it and waits for the next.
+template <typename Request, typename Response>
+class ServerUnaryCall : public CqTag {
+ public:
+  using Method = UnaryMethod<Request, Response>;
+
+  // Starts waiting for the next call of `method` (which outlives the queue).
+  static void Await(const Method* method, grpc::ServerCompletionQueue* cq,
+                    CompletionQueueThreads* threads) {
+    auto* call = new ServerUnaryCall(method, cq, threads);
+    if (!call->Track()) {
+      call->Release();  // the server is stopping
+      return;
+    }
+    if (method->on_cancel) call->ctx_.AsyncNotifyWhenDone(&call->done_tag_);
+    method->request(&call->ctx_, &call->request_, &call->writer_, cq, call);
+  }
+
+ private:
+  // The event of AsyncNotifyWhenDone, which needs a tag of its own.
+  class DoneTag : public CqTag {
+   public:
+    DoneTag(ServerUnaryCall* call, CompletionQueueThreads* threads)
+        : CqTag(threads), call_(call) {}
+    void OnEvent(bool /*ok*/) override { call_->OnDone(); }
+
+   private:
+    ServerUnaryCall* const call_;
+  };
+
+  ServerUnaryCall(const Method* method, grpc::ServerCompletionQueue* cq,
+                  CompletionQueueThreads* threads)
+      : CqTag(threads),
+        method_(method),
+        cq_(cq),
+        writer_(&ctx_),
+        done_tag_(this, threads) {}
+
+  void OnEvent(bool ok) override {
+    if (!received_) {
+      received_ = true;
+      if (!ok) {  // the server is shutting down; no call came
+        Release();
+        return;
+      }
+      // The handler's return, the finish and (if asked for) the done
+      // events are still to come: a handler may read the request after it
+      // has answered.
+      pending_ = method_->on_cancel ? 3 : 2;
+      Await(method_, cq_, threads());
+      method_->handle(&request_, &response_, [this](const grpc::Status& s) {
+        writer_.Finish(response_, s, this);
+      });
+      Unref();
+      return;
+    }
+    Unref();  // the answer was sent (or the call had gone)
+  }
+
+  void OnDone() {
+    if (ctx_.IsCancelled()) method_->on_cancel(request_);
+    Unref();
+  }
+
+  void Unref() {
+    if (pending_.fetch_sub(1) == 1) Release();
+  }
+
+  const Method* const method_;
+  grpc::ServerCompletionQueue* const cq_;
+  grpc::ServerContext ctx_;
+  Request request_;
+  Response response_;
+  typename Method::Writer writer_;
+  DoneTag done_tag_;
+  bool received_ = false;  // only the polling thread of the event reads it
+  std::atomic<int> pending_{0};
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_SERVER_UNARY_CALL_H_
