@@ -105,12 +105,7 @@ class GrpcMasterService : public AsyncService {
   void Bind(Method<Request, Response>* method, RequestFn request_fn,
             void (GrpcMasterService::*handler)(const Request*, Response*,
                                                Finish)) {
-    method->request = [this, request_fn](
-                          grpc::ServerContext* ctx, Request* request,
-                          grpc::ServerAsyncResponseWriter<Response>* writer,
-                          grpc::ServerCompletionQueue* cq, void* tag) {
-      (service_.*request_fn)(ctx, request, writer, cq, cq, tag);
-    };
+    SetRequestFunction(method, &service_, request_fn);
     method->handle = [this, handler](const Request* request, Response* response,
                                      Finish finish) {
       (this->*handler)(request, response, std::move(finish));

@@ -106,12 +106,7 @@ class GrpcWorkerService : public AsyncService {
   void Forward(Method<Request, Response>* method, RequestFn request_fn,
                void (Worker::*handler)(const Request*, Response*,
                                        StatusCallback)) {
-    method->request = [this, request_fn](
-                          grpc::ServerContext* ctx, Request* request,
-                          grpc::ServerAsyncResponseWriter<Response>* writer,
-                          grpc::ServerCompletionQueue* cq, void* tag) {
-      (service_.*request_fn)(ctx, request, writer, cq, cq, tag);
-    };
+    SetRequestFunction(method, &service_, request_fn);
     method->handle = [this, handler](const Request* request, Response* response,
                                      Finish finish) {
       (worker_->*handler)(request, response, Finisher(std::move(finish)));

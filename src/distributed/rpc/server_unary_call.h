@@ -32,6 +32,20 @@ struct UnaryMethod {
   std::function<void(const Request& request)> on_cancel;
 };
 
+// Points `method->request` at `service`'s generated RequestFoo
+// (`request_fn`), with one queue for new calls and for their events.
+template <typename Service, typename Request, typename Response,
+          typename RequestFn>
+void SetRequestFunction(UnaryMethod<Request, Response>* method,
+                        Service* service, RequestFn request_fn) {
+  method->request = [service, request_fn](
+                        grpc::ServerContext* ctx, Request* request,
+                        grpc::ServerAsyncResponseWriter<Response>* writer,
+                        grpc::ServerCompletionQueue* cq, void* tag) {
+    (service->*request_fn)(ctx, request, writer, cq, cq, tag);
+  };
+}
+
 // One call of `method`: waits for it, then handles it and waits for the next.
 template <typename Request, typename Response>
 class ServerUnaryCall : public CqTag {
