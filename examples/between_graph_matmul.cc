@@ -7,7 +7,8 @@
 //
 // The ps task serves until the job is done. The worker places the variables
 // x and w on the ps task with the replica device setter, computes their
-// product on itself and prints [[20]] each step; when done, the chief worker
+// product on itself and prints [[20]] each step (other workers first wait
+// until the chief has initialized the variables); when done, the chief worker
 // ends the job (EndJob): each ps task refuses new steps and exits once none
 // runs on it. Another worker whose step is refused (OUT_OF_RANGE) because the
 // job has ended stops there. (examples/fashion_mnist also makes the chief
@@ -53,6 +54,13 @@ int main(int argc, char** argv) {
     absl::Status s = examples::RetryWhileUnavailable(
         [&] { return (*session)->RunTargets({init}); }, 60);
     if (!s.ok()) return Fail(s);
+  }
+  if (!task->is_chief) {
+    // Wait until the chief has initialized x and w.
+    absl::Status ready = examples::RetryWhileNotReady(
+        [&] { return (*session)->Run({product}).status(); }, 60);
+    if (absl::IsOutOfRange(ready)) return 0;  // the job is already over
+    if (!ready.ok()) return Fail(ready);
   }
   for (int step = 0; step < *steps; ++step) {
     auto out = (*session)->Run({product});

@@ -42,21 +42,37 @@ inline absl::StatusOr<int> PositiveIntFlag(const std::vector<std::string>& args,
   return value;
 }
 
-// Runs `fn` until it succeeds or fails with something other than
-// UNAVAILABLE (a task of the cluster that has not started yet), for at most
-// `seconds`.
-inline absl::Status RetryWhileUnavailable(
-    const std::function<absl::Status()>& fn, int seconds) {
+// Runs `fn` until it succeeds or fails with a status `retry` does not accept,
+// for at most `seconds`.
+inline absl::Status RetryWhile(const std::function<absl::Status()>& fn,
+                               bool (*retry)(const absl::Status&),
+                               int seconds) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (true) {
     absl::Status s = fn();
-    if (!absl::IsUnavailable(s) ||
-        std::chrono::steady_clock::now() > deadline) {
-      return s;
-    }
+    if (!retry(s) || std::chrono::steady_clock::now() > deadline) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+// Retries while a task of the cluster has not started yet (UNAVAILABLE).
+inline absl::Status RetryWhileUnavailable(
+    const std::function<absl::Status()>& fn, int seconds) {
+  return RetryWhile(fn, absl::IsUnavailable, seconds);
+}
+
+// Retries while a task has not started or the chief has not initialized the
+// variables yet (FAILED_PRECONDITION): how a worker other than the chief
+// waits for the model.
+inline absl::Status RetryWhileNotReady(const std::function<absl::Status()>& fn,
+                                       int seconds) {
+  return RetryWhile(
+      fn,
+      [](const absl::Status& s) {
+        return absl::IsUnavailable(s) || absl::IsFailedPrecondition(s);
+      },
+      seconds);
 }
 
 // Prints the error and returns 1: `return Fail(status);` from main.

@@ -100,6 +100,19 @@ TEST(DistflowLocalTest, RunsTheSeedJobToTheEndWithPrefixedLines) {
   EXPECT_THAT(local.Output(), Not(HasSubstr("stopping")));
 }
 
+// Seed 000 with two workers: the second waits for the chief's initialization
+// and stops when the chief ends the job.
+TEST(DistflowLocalTest, RunsTheSeedJobOnTwoWorkers) {
+  Subprocess local({Binary("distflow"), "local", "--ps=1", "--workers=2", "--",
+                    Binary("between_graph_matmul"), "--steps=50"});
+  auto code = local.Wait(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "distflow local hung: " << local.Output();
+  EXPECT_EQ(*code, 0) << local.Output();
+  EXPECT_THAT(local.Output(), HasSubstr("worker0 | [[20]]"));
+  EXPECT_THAT(local.Output(), Not(HasSubstr("error")));
+  EXPECT_THAT(local.Output(), Not(HasSubstr("stopping")));
+}
+
 // The Fashion-MNIST trainer on a small budget: every task exits by itself
 // and the chief reports its accuracy.
 std::vector<std::string> LocalFashionMnist(std::vector<std::string> flags) {
