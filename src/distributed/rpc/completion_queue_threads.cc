@@ -94,8 +94,8 @@ void CompletionQueueThreads::Poll() {
   // It spins only while events come that close together (each wait that
   // ended soon allows the next to spin): where they do not
   // (steps that compute for milliseconds, as in training), spinning would
-  // only take a core from the threads that compute, on this 2-core machine
-  // 10-20% of the training rate. An idle task blocks in Next and uses no CPU.
+  // only take a core from the threads that compute (on 2 cores, 10-20% of
+  // dist_train_bench's rate). An idle task blocks in Next and uses no CPU.
   bool spin = true;
   while (true) {
     const absl::Time start = absl::Now();

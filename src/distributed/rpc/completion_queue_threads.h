@@ -62,8 +62,9 @@ class CompletionQueueThreads {
   // same-host read, a checkpoint saved by a small partition), so that the
   // task keeps answering calls and keepalive pings meanwhile. Fewer threads
   // in the queue answer faster: a reply read by one thread while another
-  // waits for it costs a wake-up. After each event a polling thread keeps
-  // polling, without sleeping, for PollerSpin() (completion_queue_spin.h).
+  // waits for it costs a wake-up. While events come close together, a
+  // polling thread keeps polling after each one, without sleeping, for
+  // PollerSpin() (completion_queue_spin.h).
   CompletionQueueThreads(std::string name, grpc::CompletionQueue* cq,
                          int num_threads);
   // Calls Shutdown.
