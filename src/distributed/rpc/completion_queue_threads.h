@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 
 namespace distflow {
@@ -61,7 +62,9 @@ class CompletionQueueThreads {
   // same-host read, a checkpoint saved by a small partition), so that the
   // task keeps answering calls and keepalive pings meanwhile. Fewer threads
   // in the queue answer faster: a reply read by one thread while another
-  // waits for it costs a wake-up.
+  // waits for it costs a wake-up. While events come close together, a
+  // polling thread keeps polling after each one, without sleeping, for
+  // PollerSpin() (completion_queue_spin.h).
   CompletionQueueThreads(std::string name, grpc::CompletionQueue* cq,
                          int num_threads);
   // Calls Shutdown.
@@ -92,6 +95,8 @@ class CompletionQueueThreads {
   std::unique_ptr<grpc::CompletionQueue> owned_cq_;
   grpc::CompletionQueue* const cq_;
   const int num_threads_;
+  // How long a polling thread polls on after an event before it blocks.
+  const absl::Duration spin_;
   std::vector<std::thread> threads_;
   // How many polling threads run a handler, and since when all of them do
   // (nanoseconds since the epoch; 0 while one is free).
