@@ -21,7 +21,7 @@ absl::Duration MicrosFromEnv(const char* name, int64_t fallback) {
 
 absl::Duration PollerSpin() {
   static const absl::Duration spin =
-      MicrosFromEnv("DISTFLOW_POLLER_SPIN_US", 100);
+      MicrosFromEnv("DISTFLOW_POLLER_SPIN_US", 0);
   return spin;
 }
 
