@@ -14,44 +14,6 @@ namespace {
 
 constexpr char kKind[] = "accumulator";
 
-template <typename T>
-class AccumulatorHandleOp : public OpKernel {
- public:
-  explicit AccumulatorHandleOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    std::string shared_name;
-    ctx->SetStatus(ctx->GetAttr("dtype", &dtype_));
-    ctx->SetStatus(ctx->GetAttr("shape", &shape_));
-    ctx->SetStatus(ctx->GetAttr("container", &container_));
-    ctx->SetStatus(ctx->GetAttr("shared_name", &shared_name));
-    name_ = shared_name.empty() ? name() : shared_name;
-  }
-  bool IsExpensive() const override { return false; }
-
-  void Compute(OpKernelContext* ctx) override {
-    auto handle = LookupOrCreateFromHandleOp<T>(
-        ctx, container_, name_, dtype_,
-        [&] { return std::make_shared<T>(name_, dtype_, shape_); },
-        [&](const T& existing) {
-          if (existing.dtype() == dtype_ &&
-              existing.declared_shape().IsCompatibleWith(shape_)) {
-            return absl::OkStatus();
-          }
-          return absl::InvalidArgumentError(absl::StrCat(
-              type(), " '", name(), "' declares ", DataTypeName(dtype_),
-              shape_.DebugString(), " but ", existing.DebugString(),
-              " already exists under that name; use another shared_name"));
-        });
-    DF_OP_REQUIRES_OK(ctx, handle.status());
-    ctx->set_output(0, *handle);
-  }
-
- private:
-  DataType dtype_ = DataType::kInvalid;
-  PartialTensorShape shape_;
-  std::string container_;
-  std::string name_;
-};
-
 // Looks up the accumulator of input 0, checking that it is dense or sparse as
 // the op expects.
 absl::StatusOr<std::shared_ptr<Accumulator>> GetAccumulator(
@@ -154,9 +116,9 @@ class CloseAccumulatorOp : public OpKernel {
 }  // namespace
 
 void RegisterAccumulatorKernels(KernelRegistry* r) {
-  RegisterCpuKernel<AccumulatorHandleOp<DenseAccumulator>>(
+  RegisterCpuKernel<DeclaredResourceHandleOp<DenseAccumulator>>(
       r, "ConditionalAccumulator");
-  RegisterCpuKernel<AccumulatorHandleOp<SparseAccumulator>>(
+  RegisterCpuKernel<DeclaredResourceHandleOp<SparseAccumulator>>(
       r, "SparseConditionalAccumulator");
   RegisterCpuKernel<ApplyGradientOp<false>>(r, "AccumulatorApplyGradient");
   RegisterCpuKernel<ApplyGradientOp<true>>(r, "SparseAccumulatorApplyGradient");

@@ -22,7 +22,7 @@ class FifoQueue : public ResourceBase {
       : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)) {}
 
   DataType dtype() const { return dtype_; }
-  const PartialTensorShape& element_shape() const { return shape_; }
+  const PartialTensorShape& declared_shape() const { return shape_; }
 
   // Appends `elements`; CANCELLED if the queue is closed, INVALID_ARGUMENT
   // naming the queue if an element does not fit.
@@ -108,41 +108,6 @@ class FifoQueue : public ResourceBase {
   WaitList dequeuers_ ABSL_GUARDED_BY(mu_){&mu_};
 };
 
-class FifoQueueOp : public OpKernel {
- public:
-  explicit FifoQueueOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    std::string shared_name;
-    ctx->SetStatus(ctx->GetAttr("dtype", &dtype_));
-    ctx->SetStatus(ctx->GetAttr("shape", &shape_));
-    ctx->SetStatus(ctx->GetAttr("container", &container_));
-    ctx->SetStatus(ctx->GetAttr("shared_name", &shared_name));
-    name_ = shared_name.empty() ? name() : shared_name;
-  }
-  bool IsExpensive() const override { return false; }
-
-  void Compute(OpKernelContext* ctx) override {
-    auto handle = LookupOrCreateFromHandleOp<FifoQueue>(
-        ctx, container_, name_, dtype_,
-        [&] { return std::make_shared<FifoQueue>(name_, dtype_, shape_); },
-        [&](const FifoQueue& q) {
-          if (q.dtype() == dtype_ && q.element_shape().IsCompatibleWith(shape_))
-            return absl::OkStatus();
-          return absl::InvalidArgumentError(absl::StrCat(
-              "FIFOQueue '", name(), "' declares ", DataTypeName(dtype_),
-              shape_.DebugString(), " elements but ", q.DebugString(),
-              " already exists under that name; use another shared_name"));
-        });
-    DF_OP_REQUIRES_OK(ctx, handle.status());
-    ctx->set_output(0, *handle);
-  }
-
- private:
-  DataType dtype_ = DataType::kInvalid;
-  PartialTensorShape shape_;
-  std::string container_;
-  std::string name_;
-};
-
 class EnqueueOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -224,7 +189,7 @@ class QueueCloseOp : public OpKernel {
 }  // namespace
 
 void RegisterQueueKernels(KernelRegistry* r) {
-  RegisterCpuKernel<FifoQueueOp>(r, "FIFOQueue");
+  RegisterCpuKernel<DeclaredResourceHandleOp<FifoQueue>>(r, "FIFOQueue");
   RegisterCpuKernel<EnqueueOp>(r, "QueueEnqueue");
   RegisterCpuKernel<EnqueueManyOp>(r, "QueueEnqueueMany");
   RegisterCpuKernel<DequeueOp>(r, "QueueDequeue");

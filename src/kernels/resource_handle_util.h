@@ -61,6 +61,49 @@ absl::StatusOr<Tensor> LookupOrCreateFromHandleOp(
       ResourceHandle{ctx->device()->name(), container, name, dtype});
 }
 
+// The kernel of a handle op whose resource is declared by its attrs dtype and
+// shape (accumulators, queues): the first run creates the resource; a later
+// run, or another op with the same shared_name, must declare a compatible
+// dtype and shape. T needs T(name, dtype, shape), dtype(), declared_shape()
+// and DebugString().
+template <typename T>
+class DeclaredResourceHandleOp : public OpKernel {
+ public:
+  explicit DeclaredResourceHandleOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    std::string shared_name;
+    ctx->SetStatus(ctx->GetAttr("dtype", &dtype_));
+    ctx->SetStatus(ctx->GetAttr("shape", &shape_));
+    ctx->SetStatus(ctx->GetAttr("container", &container_));
+    ctx->SetStatus(ctx->GetAttr("shared_name", &shared_name));
+    name_ = shared_name.empty() ? name() : shared_name;
+  }
+  bool IsExpensive() const override { return false; }
+
+  void Compute(OpKernelContext* ctx) override {
+    auto handle = LookupOrCreateFromHandleOp<T>(
+        ctx, container_, name_, dtype_,
+        [&] { return std::make_shared<T>(name_, dtype_, shape_); },
+        [&](const T& existing) {
+          if (existing.dtype() == dtype_ &&
+              existing.declared_shape().IsCompatibleWith(shape_)) {
+            return absl::OkStatus();
+          }
+          return absl::InvalidArgumentError(absl::StrCat(
+              type(), " '", name(), "' declares ", DataTypeName(dtype_),
+              shape_.DebugString(), " but ", existing.DebugString(),
+              " already exists under that name; use another shared_name"));
+        });
+    DF_OP_REQUIRES_OK(ctx, handle.status());
+    ctx->set_output(0, *handle);
+  }
+
+ private:
+  DataType dtype_ = DataType::kInvalid;
+  PartialTensorShape shape_;
+  std::string container_;
+  std::string name_;
+};
+
 }  // namespace distflow
 
 #endif  // DISTFLOW_KERNELS_RESOURCE_HANDLE_UTIL_H_
