@@ -50,6 +50,7 @@ class Child {
     }
   }
   bool ok() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
