@@ -140,9 +140,15 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   }
   DF_RETURN_IF_ERROR(s.status());
 
-  // The chief: average, apply, count the step, release the workers.
-  DF_ASSIGN_OR_RETURN(Operation update, optimizer_->ApplyGradients(
-                                            s.WithOpName("update"), averaged));
+  // The chief: average, apply, count the step, release the workers. Every
+  // op of it lives on a ps (the takes and updates beside their variables, the
+  // rest beside the global step), so that the aggregation runs there alone:
+  // the end of the update does not cross to the chief's task and back before
+  // the step's increment and the tokens, which would cost a round trip on
+  // every step's critical path.
+  DF_ASSIGN_OR_RETURN(
+      Operation update,
+      optimizer_->ApplyGradients(at_step.WithOpName("update"), averaged));
   Output new_step = ops::AssignAdd(
       at_step.WithControlDependencies({update}).WithOpName("advance"),
       global_step, int64_t{1});
@@ -151,9 +157,10 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
                 Tensor::Vector<int64_t>({TokensPerStep()}), new_step);
   Operation enqueue = ops::QueueEnqueueMany(
       at_step.WithOpName("release_workers"), token_queue_, tokens);
-  aggregate_op_ = NodeBuilder(s.WithOpName("aggregate"), "NoOp", "aggregate")
-                      .ControlInput(enqueue)
-                      .Finalize();
+  aggregate_op_ =
+      NodeBuilder(at_step.WithOpName("aggregate"), "NoOp", "aggregate")
+          .ControlInput(enqueue)
+          .Finalize();
   chief_init_op_ = ops::Group(s.WithOpName("chief_init"), set_steps);
   local_step_init_op_ =
       ops::Assign(s.WithOpName("local_step_init"), local_step_, global_step)
