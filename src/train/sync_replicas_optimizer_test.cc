@@ -246,6 +246,26 @@ TEST(SyncReplicasTest, SparseGradientsUpdateOnlyTheirRows) {
   EXPECT_EQ((*out)[1].scalar<int64_t>(), 2);
 }
 
+// The local steps live beside the global step, on a ps, where every
+// worker's graph names its variable alike: each worker still has its own.
+TEST(SyncReplicasTest, EachWorkerHasItsOwnLocalStep) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 2}}).value();
+  auto workers = MakeWorkers(cluster.get(), 2, /*to_aggregate=*/2);
+  StartAll(workers);
+  auto local_step = [](Worker& w) {
+    auto out = w.session->Run({w.sync.local_step()});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[0].scalar<int64_t>() : int64_t{-1};
+  };
+  Operation set_seven = ops::Assign(workers[0]->root.WithOpName("set_seven"),
+                                    workers[0]->sync.local_step(), int64_t{7})
+                            .op();
+  ASSERT_TRUE(workers[0]->session->RunTargets({set_seven}).ok());
+  EXPECT_EQ(local_step(*workers[0]), 7);
+  EXPECT_EQ(local_step(*workers[1]), 0);
+  for (auto& w : workers) EXPECT_TRUE(w->hook->End(w->session.get()).ok());
+}
+
 // The chief's aggregation (takes, the wrapped optimizer's update, the step's
 // increment, the tokens) runs on the ps tasks alone: nothing it waits for is
 // placed on the chief's task, so no control edge crosses to the chief and
