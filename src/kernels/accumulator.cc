@@ -23,18 +23,22 @@ std::vector<double> ToDoubles(const Tensor& t) {
   return out;
 }
 
-// sum = g (the first gradient of a round) or sum += g, in one pass over the
-// gradient's own buffer: no temporary, and no zeroing of the sum between
-// rounds.
+// sum = a + b, then sum += g: in one pass over the gradients' own buffers,
+// with no temporary and no zeroing of the sum between rounds.
 template <typename T>
-void AddInto(const Tensor& g, bool first, double* sum) {
+void SumOfTwo(const Tensor& a, const Tensor& b, double* sum) {
+  const T* x = a.flat<T>().data();
+  const T* y = b.flat<T>().data();
+  const int64_t n = a.NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    sum[i] = static_cast<double>(x[i]) + static_cast<double>(y[i]);
+  }
+}
+template <typename T>
+void AddInto(const Tensor& g, double* sum) {
   const T* in = g.flat<T>().data();
   const int64_t n = g.NumElements();
-  if (first) {
-    for (int64_t i = 0; i < n; ++i) sum[i] = in[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) sum[i] += in[i];
-  }
+  for (int64_t i = 0; i < n; ++i) sum[i] += in[i];
 }
 
 // A tensor of `dtype` and `shape` holding `values / divisor`. Every element is
@@ -171,18 +175,25 @@ absl::Status DenseAccumulator::AddLocked(const std::vector<Tensor>& gradient) {
         "a gradient of shape ", g.shape().DebugString(), " does not fit ",
         Describe(), ", which holds gradients of shape ", shape_.DebugString()));
   }
-  // The sum of an earlier round is garbage once taken: the round's first
-  // gradient overwrites it.
-  if (g.dtype() == DataType::kFloat) {
-    AddInto<float>(g, count_ == 0, sum_.data());
+  // The round's first gradient is kept as it came (tensors are immutable and
+  // shared, so this copies nothing); the second starts the sum, overwriting
+  // the sum of an earlier round.
+  const bool is_float = g.dtype() == DataType::kFloat;
+  if (count_ == 0) {
+    first_ = g;
+  } else if (count_ == 1) {
+    is_float ? SumOfTwo<float>(first_, g, sum_.data())
+             : SumOfTwo<double>(first_, g, sum_.data());
+    first_ = Tensor();
   } else {
-    AddInto<double>(g, count_ == 0, sum_.data());
+    is_float ? AddInto<float>(g, sum_.data()) : AddInto<double>(g, sum_.data());
   }
   return absl::OkStatus();
 }
 
 Accumulator::Result DenseAccumulator::TakeAverageLocked() {
-  // No zeroing: the next round's first gradient overwrites the sum.
+  // The average of one gradient is that gradient, bit for bit.
+  if (count_ == 1) return {std::move(first_)};
   return {FromDoubles(dtype_, shape_, sum_.data(),
                       static_cast<int64_t>(sum_.size()), count_)};
 }

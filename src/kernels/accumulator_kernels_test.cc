@@ -156,8 +156,8 @@ TEST(AccumulatorTest, BadInputIsAnErrorNamingTheAccumulator) {
                        {"[3]", "already exists", "shared_name"}));
 }
 
-// Double gradients sum in their own type, and each round averages only its
-// own gradients: the sum of a round taken is not carried into the next.
+// Double gradients, and rounds of two and three: each round averages only its
+// own gradients (the sum of a round taken is not carried into the next).
 TEST(AccumulatorTest, Float64RoundsAverageOnlyTheirOwnGradients) {
   Scope root = Scope::NewRootScope();
   Output acc = ops::ConditionalAccumulator(root, DataType::kDouble,
@@ -183,10 +183,11 @@ TEST(AccumulatorTest, Float64RoundsAverageOnlyTheirOwnGradients) {
   ASSERT_TRUE(apply_at(1, {7, -1}).ok());
   ASSERT_TRUE(apply_at(0, {100, 100}).ok());  // stale: dropped
   ASSERT_TRUE(apply_at(1, {9, 1}).ok());
+  ASSERT_TRUE(apply_at(1, {-1, 3}).ok());  // a third before the take
   avg = session->Run({take});
   ASSERT_TRUE(avg.ok()) << avg.status();
   EXPECT_TRUE(
-      test::TensorsEqual<double>((*avg)[0], Tensor::Vector<double>({8, 0})));
+      test::TensorsEqual<double>((*avg)[0], Tensor::Vector<double>({5, 1})));
 }
 
 TEST(SparseAccumulatorTest, AveragesRowsOverTheNumberOfGradients) {
