@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/aligned_memory.h"
 #include "base/logging.h"
 #include "core/type_dispatch.h"
 
@@ -28,7 +29,8 @@ size_t ElementSize(DataType dtype) {
   }
 }
 
-// A 64-byte-aligned heap buffer. For object element types (string, resource) it
+// A 64-byte-aligned heap buffer (on huge pages when large, see
+// base/aligned_memory.h). For object element types (string, resource) it
 // constructs the elements and destroys them with the buffer.
 class AlignedBuffer : public TensorBuffer {
  public:
@@ -37,7 +39,7 @@ class AlignedBuffer : public TensorBuffer {
         num_elements_(num_elements),
         size_(ElementSize(dtype) * num_elements) {
     const size_t rounded = (size_ + kAlignment - 1) / kAlignment * kAlignment;
-    data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    data_ = AllocateAligned(rounded == 0 ? kAlignment : rounded, kAlignment);
     if (data_ == nullptr) throw std::bad_alloc();
     if (dtype_ == DataType::kString) {
       auto* p = static_cast<std::string*>(data_);

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "base/aligned_memory.h"
 
 namespace distflow {
 namespace {
@@ -51,7 +52,7 @@ absl::StatusOr<Tensor> RecvBufferPool::Allocate(DataType dtype,
     }
   }
   if (data == nullptr) {
-    data = std::aligned_alloc(kAlignment, capacity);
+    data = AllocateAligned(capacity, kAlignment);
     if (data == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", capacity, " bytes to receive a ",
