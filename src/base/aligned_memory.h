@@ -19,8 +19,11 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline constexpr size_t kMinHugePageBufferBytes = kHugePageBytes;
 
 // `size` (> 0) bytes aligned to at least `alignment` (a power of two, at most
-// kHugePageBytes), or nullptr when memory runs out. Release with std::free.
+// kHugePageBytes), or nullptr when memory runs out. Thread-safe.
 void* AllocateAligned(size_t size, size_t alignment);
+
+// Releases a buffer of AllocateAligned(size, ...), given the same `size`.
+void FreeAligned(void* data, size_t size);
 
 }  // namespace distflow
 
