@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,15 @@ namespace distflow {
 namespace {
 
 bool Huge(size_t size) { return size >= kMinHugePageBufferBytes; }
+
+// The bytes of a huge buffer of `size` that go on huge pages (see
+// kMinHugePageBufferBytes): whole huge pages, the last one possibly past
+// `size`.
+size_t HugePageBytes(size_t size) {
+  size_t whole = size / kHugePageBytes * kHugePageBytes;
+  if (size - whole >= kHugePageBytes / 2) whole += kHugePageBytes;
+  return whole;
+}
 
 }  // namespace
 
@@ -24,18 +34,19 @@ void* AllocateAligned(size_t size, size_t alignment) {
   // threshold never rises past the request), so every buffer would be faulted
   // in anew, at the cost of clearing its pages; a plain malloc block of the
   // same size is reused warm.
-  char* block = static_cast<char*>(std::malloc(size + kHugePageBytes));
+  const size_t huge = HugePageBytes(size);
+  char* block =
+      static_cast<char*>(std::malloc(std::max(size, huge) + kHugePageBytes));
   if (block == nullptr) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(block) + sizeof(void*);
   char* data = reinterpret_cast<char*>((start + kHugePageBytes - 1) &
                                        ~(kHugePageBytes - 1));
   std::memcpy(data - sizeof(void*), &block, sizeof(void*));
-  // Only whole huge pages inside the buffer: advice on a partial one would
-  // let the kernel back memory past the buffer's end, which belongs to other
-  // allocations, with the rest of that huge page. A kernel without
-  // transparent huge pages refuses the advice (EINVAL); the buffer then stays
-  // on normal pages, which is correct, only slower.
-  madvise(data, size / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  // Advice only on memory of this block: on a huge page that crossed the
+  // block's end the kernel could back other allocations' memory. A kernel
+  // without transparent huge pages refuses the advice (EINVAL); the buffer
+  // then stays on normal pages, which is correct, only slower.
+  madvise(data, huge, MADV_HUGEPAGE);
   return data;
 }
 

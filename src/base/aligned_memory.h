@@ -15,8 +15,11 @@ namespace distflow {
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Buffers of at least this many bytes are aligned to a huge page and offered
-// to the kernel for huge pages. Smaller ones would waste most of a huge page.
-inline constexpr size_t kMinHugePageBufferBytes = kHugePageBytes;
+// to the kernel for huge pages: every whole huge page inside them, and the
+// last, partial one too when the buffer fills at least half of it (so that a
+// buffer takes at most half a huge page more memory than it asks for). A 1 MiB
+// tensor thus takes 2 MiB; its copy to another process costs half as much.
+inline constexpr size_t kMinHugePageBufferBytes = kHugePageBytes / 2;
 
 // `size` (> 0) bytes aligned to at least `alignment` (a power of two, at most
 // kHugePageBytes), or nullptr when memory runs out. Thread-safe.

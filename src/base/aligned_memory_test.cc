@@ -52,7 +52,8 @@ TEST(AlignedMemoryTest, SmallBuffersHaveTheAskedAlignment) {
 }
 
 TEST(AlignedMemoryTest, LargeBuffersStartOnAHugePage) {
-  for (size_t size : {kMinHugePageBufferBytes, (size_t{5} << 20) + 12345}) {
+  for (size_t size :
+       {kMinHugePageBufferBytes, size_t{2} << 20, (size_t{5} << 20) + 12345}) {
     void* p = AllocateAligned(size, 64);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u) << size;
@@ -63,13 +64,18 @@ TEST(AlignedMemoryTest, LargeBuffersStartOnAHugePage) {
 
 TEST(AlignedMemoryTest, LargeBuffersMayUseHugePages) {
   if (!HugePagesOffered()) GTEST_SKIP() << "transparent huge pages are off";
-  const size_t size = size_t{4} << 20;
-  void* p = AllocateAligned(size, 64);
-  ASSERT_NE(p, nullptr);
-  std::memset(p, 1, size);
-  EXPECT_EQ(HugePageEligible(p), 1);
-  EXPECT_EQ(HugePageEligible(static_cast<char*>(p) + size - kHugePageBytes), 1);
-  FreeAligned(p, size);
+  // A 1 MiB buffer takes a whole huge page; a 4.5 MiB one two, and its last
+  // half MiB stays on normal pages.
+  for (size_t size : {size_t{1} << 20, (size_t{9} << 20) / 2}) {
+    void* p = AllocateAligned(size, 64);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 1, size);
+    EXPECT_EQ(HugePageEligible(p), 1) << size;
+    EXPECT_EQ(HugePageEligible(static_cast<char*>(p) + size - 1),
+              size < kHugePageBytes ? 1 : 0)
+        << size;
+    FreeAligned(p, size);
+  }
 }
 
 // Page faults this process has taken.
