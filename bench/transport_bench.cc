@@ -8,6 +8,7 @@
 // twice: by the same-host path (the worker copies the tensor out of the ps
 // process's memory) and with it turned off, over TCP, as between two hosts.
 // TCP: the child reads a length-prefixed message and answers one byte.
+// Usage: transport_bench [SIZE_KIB...] (default: 4, 1024, 65536, 524288).
 #include <netinet/tcp.h>
 
 #include <cstdint>
@@ -111,7 +112,16 @@ double MeasureTcp(int fd, int64_t bytes) {
   return bytes * reps / bench::Seconds(start) / 1e9;
 }
 
-double MeasureDistflow(const std::string& target, int64_t bytes) {
+struct DistflowResult {
+  double gbps = 0;
+  // CPU time of both tasks' processes per step, in microseconds.
+  double cpu_us_per_step = 0;
+};
+
+// `ps_pid` is the ps task's process, whose CPU time is counted with this
+// one's.
+DistflowResult MeasureDistflow(const std::string& target, pid_t ps_pid,
+                               int64_t bytes) {
   const int32_t n = static_cast<int32_t>(bytes / 4);
   df::Scope root = df::Scope::NewRootScope();
   df::Scope ps = root.WithDevice("/job:ps/task:0");
@@ -133,21 +143,31 @@ double MeasureDistflow(const std::string& target, int64_t bytes) {
   }
   if (!s.ok()) {
     std::cerr << "error: " << s << "\n";
-    return 0;
+    return {};
   }
-  for (int i = 0; i < 2; ++i) (void)session->Run({first});
+  // Enough steps for the receiver's buffer pool to reach its steady state: at
+  // 512 MiB, after two or three warm-up steps a fresh buffer (faulted in,
+  // costing more than a step) still came within the timed steps; after six
+  // it did not.
+  for (int i = 0; i < 6; ++i) (void)session->Run({first});
   const int reps = Reps(bytes);
+  const double cpu_start =
+      bench::CpuSeconds(getpid()) + bench::CpuSeconds(ps_pid);
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) {
     auto out = session->Run({first});
     if (!out.ok()) {
       std::cerr << "error: " << out.status() << "\n";
-      return 0;
+      return {};
     }
   }
-  const double gbps = bytes * reps / bench::Seconds(start) / 1e9;
+  DistflowResult result;
+  result.gbps = bytes * reps / bench::Seconds(start) / 1e9;
+  result.cpu_us_per_step =
+      (bench::CpuSeconds(getpid()) + bench::CpuSeconds(ps_pid) - cpu_start) /
+      reps * 1e6;
   (void)session->Close();
-  return gbps;
+  return result;
 }
 
 df::ServerOptions TransportOptions(bool same_host) {
@@ -193,21 +213,33 @@ int main(int argc, char** argv) {
   const int fd = ConnectWithRetry(tcp_port);
   TaskPair same_host(/*same_host=*/true);
   TaskPair over_tcp(/*same_host=*/false);
-  std::printf("%-8s %14s %14s %13s %10s %9s\n", "size", "same-host GB/s",
-              "TCP path GB/s", "raw TCP GB/s", "same-host", "TCP path");
-  for (int64_t bytes : {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
-                        int64_t{512} << 20}) {
+  // Sizes in KiB from the command line, or the default four.
+  std::vector<int64_t> sizes;
+  for (int i = 1; i < argc; ++i) sizes.push_back(std::stoll(argv[i]) << 10);
+  if (sizes.empty()) {
+    sizes = {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
+             int64_t{512} << 20};
+  }
+  std::printf("%-8s %14s %14s %13s %10s %9s %12s %12s\n", "size",
+              "same-host GB/s", "TCP path GB/s", "raw TCP GB/s", "same-host",
+              "TCP path", "CPU us/step", "CPU us/step");
+  for (int64_t bytes : sizes) {
     const double tcp = MeasureTcp(fd, bytes);
-    const double fast = MeasureDistflow(same_host.worker->target(), bytes);
-    const double slow = MeasureDistflow(over_tcp.worker->target(), bytes);
+    const DistflowResult fast =
+        MeasureDistflow(same_host.worker->target(), same_host.ps.pid(), bytes);
+    const DistflowResult slow =
+        MeasureDistflow(over_tcp.worker->target(), over_tcp.ps.pid(), bytes);
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
-    std::printf("%-8s %14.3f %14.3f %13.3f %10.2f %9.2f\n", label.c_str(), fast,
-                slow, tcp, fast / tcp, slow / tcp);
+    std::printf("%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %12.0f %12.0f\n",
+                label.c_str(), fast.gbps, slow.gbps, tcp, fast.gbps / tcp,
+                slow.gbps / tcp, fast.cpu_us_per_step, slow.cpu_us_per_step);
     std::fflush(stdout);
   }
-  std::printf("(the last two columns: distflow / raw TCP, same run)\n");
+  std::printf(
+      "(distflow / raw TCP, same run; then the CPU time of both tasks per "
+      "step, same-host path and TCP path)\n");
   close(fd);
   return 0;
 }
