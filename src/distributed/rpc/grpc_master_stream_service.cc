@@ -13,36 +13,80 @@
 namespace distflow {
 namespace {
 
-using Base = proto::MasterStreamService::WithRawCallbackMethod_RunStep<
-    proto::MasterStreamService::WithRawCallbackMethod_RunStepOneMessage<
+using Service = proto::MasterStreamService::WithRawMethod_RunStep<
+    proto::MasterStreamService::WithRawMethod_RunStepOneMessage<
         proto::MasterStreamService::Service>>;
+using BidiStream =
+    grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+using WriteStream = grpc::ServerAsyncWriter<grpc::ByteBuffer>;
 
-// What both methods do once the request has come: decode it message by
-// message, run the step on the pool once every feed is complete, then write
-// the fetches one message at a time (gRPC allows one write in flight), the
-// last one together with the status. `Reactor` is gRPC's bidirectional or
-// server-streaming reactor; the two have the same write calls.
-template <typename Reactor>
-class StepReactor : public Reactor {
+// What every call of the service shares (outlives its calls).
+struct StreamEnv {
+  Service* service;
+  Master* master;
+  ThreadPool* pool;
+  grpc::ServerCompletionQueue* cq;
+};
+
+// One call of either method, on the task's completion queue: waits for the
+// call, decodes the request message by message, runs the step on the pool
+// once every feed is complete, then writes the fetches one message at a time
+// (gRPC allows one operation of each kind in flight), the last one together
+// with the status. Its operations follow one another, so the call is a tag
+// of its own with one state. `Stream` is gRPC's bidirectional or
+// server-streaming writer; the two have the same write calls.
+template <typename Stream>
+class StepCall : public CqTag {
  public:
-  StepReactor(Master* master, ThreadPool* pool)
-      : master_(master), pool_(pool) {}
-
-  // Not called for the last write (StartWriteAndFinish).
-  void OnWriteDone(bool ok) override {
-    outgoing_[next_write_ - 1].Clear();  // let go of the tensor's bytes
-    if (!ok) {
-      // The client went away; its context reports the cancellation.
-      this->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
-                                "RunStep stream: the client went away"));
-      return;
+  void OnEvent(bool ok) override {
+    switch (state_) {
+      case State::kAwaiting:
+        if (!ok) {  // the server is shutting down; no call came
+          Release();
+          return;
+        }
+        AwaitNext();
+        OnCallStarted();
+        return;
+      case State::kReading:
+        OnRead(ok);
+        return;
+      case State::kWriting:
+        outgoing_[next_write_ - 1].Clear();  // let go of the tensor's bytes
+        if (!ok) {
+          // The client went away; its context reports the cancellation.
+          FinishWith(grpc::Status(grpc::StatusCode::CANCELLED,
+                                  "RunStep stream: the client went away"));
+          return;
+        }
+        WriteNext();
+        return;
+      case State::kFinishing:
+        Release();
+        return;
     }
-    WriteNext();
   }
 
-  void OnDone() override { delete this; }
-
  protected:
+  enum class State { kAwaiting, kReading, kWriting, kFinishing };
+
+  StepCall(const StreamEnv* env, CompletionQueueThreads* threads)
+      : CqTag(threads), env_(env), stream_(&ctx_) {}
+
+  // Asks the server for the next call of this method.
+  virtual void AwaitNext() = 0;
+  // The call has come: start taking its request.
+  virtual void OnCallStarted() = 0;
+  // A read (of the bidirectional method) completed.
+  virtual void OnRead(bool /*ok*/) {}
+
+  // Whether `this` may start operations; releases it if not.
+  bool TrackOrRelease() {
+    if (Track()) return true;
+    Release();  // the server is stopping
+    return false;
+  }
+
   // Decodes one message of the request; true once every feed is complete.
   absl::StatusOr<bool> Decode(const grpc::ByteBuffer& message) {
     proto::RunStepStreamHeader header;
@@ -70,9 +114,28 @@ class StepReactor : public Reactor {
                                    "RunStep stream: the client sent no step");
   }
 
-  void StartStep() {
-    pool_->Schedule([this] { RunStep(); });
+  // Runs the step once `complete` (Decode's answer) says the request is
+  // whole; ends the call with its error otherwise.
+  void RunIfComplete(const absl::StatusOr<bool>& complete) {
+    if (!complete.ok()) {
+      FinishWith(ToGrpcStatus(complete.status()));
+    } else if (!*complete) {
+      FinishWith(ToGrpcStatus(Incomplete()));
+    } else {
+      // Steps block for their whole length: never on a polling thread.
+      env_->pool->Schedule([this] { RunStep(); });
+    }
   }
+
+  void FinishWith(const grpc::Status& status) {
+    state_ = State::kFinishing;
+    stream_.Finish(status, this);
+  }
+
+  const StreamEnv* const env_;
+  State state_ = State::kAwaiting;
+  grpc::ServerContext ctx_;
+  Stream stream_;
 
  private:
   void RunStep() {
@@ -83,15 +146,15 @@ class StepReactor : public Reactor {
         feeds.emplace_back(step_->feed_name(i), std::move((*outputs)[i]));
       }
       feeds_.reset();  // the feeds are ours alone now: freed with the step
-      outputs =
-          master_->RunStep(step_->session_handle(), feeds,
-                           std::vector<std::string>(step_->fetch().begin(),
-                                                    step_->fetch().end()),
-                           std::vector<std::string>(step_->target().begin(),
-                                                    step_->target().end()));
+      outputs = env_->master->RunStep(
+          step_->session_handle(), feeds,
+          std::vector<std::string>(step_->fetch().begin(),
+                                   step_->fetch().end()),
+          std::vector<std::string>(step_->target().begin(),
+                                   step_->target().end()));
     }
     if (!outputs.ok()) {
-      this->Finish(ToGrpcStatus(outputs.status()));
+      FinishWith(ToGrpcStatus(outputs.status()));
       return;
     }
     // At least one message, even without fetches.
@@ -102,15 +165,15 @@ class StepReactor : public Reactor {
   void WriteNext() {
     grpc::ByteBuffer* message = &outgoing_[next_write_++];
     if (next_write_ == outgoing_.size()) {
-      this->StartWriteAndFinish(message, grpc::WriteOptions(),
-                                grpc::Status::OK);
+      state_ = State::kFinishing;
+      stream_.WriteAndFinish(*message, grpc::WriteOptions(), grpc::Status::OK,
+                             this);
     } else {
-      this->StartWrite(message);
+      state_ = State::kWriting;
+      stream_.Write(*message, this);
     }
   }
 
-  Master* const master_;
-  ThreadPool* const pool_;
   std::optional<proto::RunStepRequest> step_;
   std::optional<TensorStreamDecoder> feeds_;
   std::vector<grpc::ByteBuffer> outgoing_;
@@ -119,77 +182,86 @@ class StepReactor : public Reactor {
 
 // RunStep: reads the request's messages until every feed is complete
 // (without waiting for the client's end of stream, a wake-up less).
-class StreamedRequestReactor
-    : public StepReactor<
-          grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>> {
+class StreamedRequestCall : public StepCall<BidiStream> {
  public:
-  StreamedRequestReactor(Master* master, ThreadPool* pool)
-      : StepReactor(master, pool) {
-    StartRead(&incoming_);
+  static void Await(const StreamEnv* env, CompletionQueueThreads* threads) {
+    auto* call = new StreamedRequestCall(env, threads);
+    if (!call->TrackOrRelease()) return;
+    env->service->RequestRunStep(&call->ctx_, &call->stream_, env->cq, env->cq,
+                                 call);
   }
 
-  void OnReadDone(bool ok) override {
+ private:
+  using StepCall::StepCall;
+
+  void AwaitNext() override { Await(env_, threads()); }
+  void OnCallStarted() override {
+    state_ = State::kReading;
+    stream_.Read(&incoming_, this);
+  }
+  void OnRead(bool ok) override {
     if (!ok) {  // the stream ended (or the client went away) too early
-      Finish(ToGrpcStatus(Incomplete()));
+      FinishWith(ToGrpcStatus(Incomplete()));
       return;
     }
     absl::StatusOr<bool> complete = Decode(incoming_);
     incoming_.Clear();
-    if (!complete.ok()) {
-      Finish(ToGrpcStatus(complete.status()));
-    } else if (*complete) {
-      StartStep();
-    } else {
-      StartRead(&incoming_);
+    if (complete.ok() && !*complete) {
+      stream_.Read(&incoming_, this);
+      return;
     }
+    RunIfComplete(complete);
   }
 
- private:
   grpc::ByteBuffer incoming_;
 };
 
-// RunStepOneMessage: the whole request has come with the call.
-class OneMessageReactor
-    : public StepReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+// RunStepOneMessage: the whole request comes with the call.
+class OneMessageCall : public StepCall<WriteStream> {
  public:
-  OneMessageReactor(Master* master, ThreadPool* pool,
-                    const grpc::ByteBuffer& request)
-      : StepReactor(master, pool) {
-    absl::StatusOr<bool> complete = Decode(request);
-    if (!complete.ok()) {
-      Finish(ToGrpcStatus(complete.status()));
-    } else if (!*complete) {
-      Finish(ToGrpcStatus(Incomplete()));
-    } else {
-      StartStep();
-    }
-  }
-};
-
-class GrpcMasterStreamService : public Base {
- public:
-  GrpcMasterStreamService(Master* master, ThreadPool* pool)
-      : master_(master), pool_(pool) {}
-
-  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunStep(
-      grpc::CallbackServerContext* ctx) override {
-    return new StreamedRequestReactor(master_, pool_);
-  }
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* RunStepOneMessage(
-      grpc::CallbackServerContext* ctx,
-      const grpc::ByteBuffer* request) override {
-    return new OneMessageReactor(master_, pool_, *request);
+  static void Await(const StreamEnv* env, CompletionQueueThreads* threads) {
+    auto* call = new OneMessageCall(env, threads);
+    if (!call->TrackOrRelease()) return;
+    env->service->RequestRunStepOneMessage(
+        &call->ctx_, &call->request_, &call->stream_, env->cq, env->cq, call);
   }
 
  private:
-  Master* const master_;
-  ThreadPool* const pool_;
+  using StepCall::StepCall;
+
+  void AwaitNext() override { Await(env_, threads()); }
+  void OnCallStarted() override {
+    absl::StatusOr<bool> complete = Decode(request_);
+    request_.Clear();
+    RunIfComplete(complete);
+  }
+
+  grpc::ByteBuffer request_;
+};
+
+class GrpcMasterStreamService : public AsyncService {
+ public:
+  GrpcMasterStreamService(Master* master, ThreadPool* pool)
+      : env_{&service_, master, pool, nullptr} {}
+
+  grpc::Service* service() override { return &service_; }
+
+  void Start(grpc::ServerCompletionQueue* cq,
+             CompletionQueueThreads* threads) override {
+    env_.cq = cq;
+    StreamedRequestCall::Await(&env_, threads);
+    OneMessageCall::Await(&env_, threads);
+  }
+
+ private:
+  Service service_;
+  StreamEnv env_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> NewGrpcMasterStreamService(Master* master,
-                                                          ThreadPool* pool) {
+std::unique_ptr<AsyncService> NewGrpcMasterStreamService(Master* master,
+                                                         ThreadPool* pool) {
   return std::make_unique<GrpcMasterStreamService>(master, pool);
 }
 

@@ -165,7 +165,7 @@ absl::Status GrpcServer::Start() {
 
   builder.RegisterService(worker_service_->service());
   builder.RegisterService(master_service_->service());
-  builder.RegisterService(master_stream_service_.get());
+  builder.RegisterService(master_stream_service_->service());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound == 0) {
     server_.reset();
@@ -177,6 +177,7 @@ absl::Status GrpcServer::Start() {
   }
   worker_service_->Start(cq_.get(), rpc_threads_.get());
   master_service_->Start(cq_.get(), rpc_threads_.get());
+  master_stream_service_->Start(cq_.get(), rpc_threads_.get());
   port_ = bound;
   {
     absl::MutexLock lock(&mu_);

@@ -71,8 +71,8 @@ class GrpcServer : public Server {
   std::shared_ptr<Master> master_;
   std::unique_ptr<AsyncService> worker_service_;
   std::unique_ptr<AsyncService> master_service_;
-  // The client streams of remote steps (gRPC callback API).
-  std::unique_ptr<grpc::Service> master_stream_service_;
+  // The client streams of remote steps.
+  std::unique_ptr<AsyncService> master_stream_service_;
   std::unique_ptr<grpc::Server> server_;
   // Stop requested (by Stop or over RPC); Stop started; Stop finished.
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
