@@ -8,6 +8,8 @@
 // twice: by the same-host path (the worker copies the tensor out of the ps
 // process's memory) and with it turned off, over TCP, as between two hosts.
 // TCP: the child reads a length-prefixed message and answers one byte.
+// `transport_bench --tcp_path` measures only the TCP path and raw TCP (for
+// profiling it alone).
 #include <netinet/tcp.h>
 
 #include <cstdint>
@@ -95,23 +97,51 @@ int Reps(int64_t bytes) {
       std::max<int64_t>(3, std::min<int64_t>(2000, target / bytes)));
 }
 
-double MeasureTcp(int fd, int64_t bytes) {
+// Throughput, and the CPU time each side spent per GB moved (the sending
+// child's and this process's, which receives).
+struct Rate {
+  double gbps = 0;
+  double sender_cpu_s_per_gb = 0;
+  double receiver_cpu_s_per_gb = 0;
+};
+
+// Runs `once` `reps` times, timing it and counting the CPU time of `sender`
+// and of this process.
+template <typename Fn>
+Rate Measure(int64_t bytes, pid_t sender, Fn once) {
+  const int reps = Reps(bytes);
+  const double sender_cpu = bench::CpuSeconds(sender);
+  const double self_cpu = bench::CpuSeconds(getpid());
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) {
+    if (!once()) return Rate();
+  }
+  const double gb = static_cast<double>(bytes) * reps / 1e9;
+  Rate rate;
+  rate.gbps = gb / bench::Seconds(start);
+  rate.sender_cpu_s_per_gb = (bench::CpuSeconds(sender) - sender_cpu) / gb;
+  rate.receiver_cpu_s_per_gb = (bench::CpuSeconds(getpid()) - self_cpu) / gb;
+  return rate;
+}
+
+// Raw TCP: this process sends, the child `sink` receives (the columns of
+// Rate are swapped by the caller).
+Rate MeasureTcp(int fd, int64_t bytes, pid_t sink) {
   std::vector<char> data(bytes, 1);
   auto once = [&] {
     uint64_t n = bytes;
     char ack;
-    WriteAll(fd, reinterpret_cast<char*>(&n), sizeof(n));
-    WriteAll(fd, data.data(), bytes);
-    ReadAll(fd, &ack, 1);
+    return WriteAll(fd, reinterpret_cast<char*>(&n), sizeof(n)) &&
+           WriteAll(fd, data.data(), bytes) && ReadAll(fd, &ack, 1);
   };
   once();
-  const int reps = Reps(bytes);
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) once();
-  return bytes * reps / bench::Seconds(start) / 1e9;
+  Rate rate = Measure(bytes, sink, once);
+  std::swap(rate.sender_cpu_s_per_gb, rate.receiver_cpu_s_per_gb);
+  return rate;
 }
 
-double MeasureDistflow(const std::string& target, int64_t bytes) {
+// The ps task (`ps`, a child process) sends, this process receives.
+Rate MeasureDistflow(const std::string& target, int64_t bytes, pid_t ps_pid) {
   const int32_t n = static_cast<int32_t>(bytes / 4);
   df::Scope root = df::Scope::NewRootScope();
   df::Scope ps = root.WithDevice("/job:ps/task:0");
@@ -133,21 +163,16 @@ double MeasureDistflow(const std::string& target, int64_t bytes) {
   }
   if (!s.ok()) {
     std::cerr << "error: " << s << "\n";
-    return 0;
+    return Rate();
   }
   for (int i = 0; i < 2; ++i) (void)session->Run({first});
-  const int reps = Reps(bytes);
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) {
+  const Rate rate = Measure(bytes, ps_pid, [&] {
     auto out = session->Run({first});
-    if (!out.ok()) {
-      std::cerr << "error: " << out.status() << "\n";
-      return 0;
-    }
-  }
-  const double gbps = bytes * reps / bench::Seconds(start) / 1e9;
+    if (!out.ok()) std::cerr << "error: " << out.status() << "\n";
+    return out.ok();
+  });
   (void)session->Close();
-  return gbps;
+  return rate;
 }
 
 df::ServerOptions TransportOptions(bool same_host) {
@@ -187,27 +212,41 @@ int main(int argc, char** argv) {
             .value();
     return server->Join().ok() ? 0 : 1;
   }
+  const bool tcp_path_only = argc == 2 && std::string(argv[1]) == "--tcp_path";
   const std::string self = "/proc/self/exe";
   const int tcp_port = bench::PickFreePort();
   bench::Child sink({self, "--tcp_sink", std::to_string(tcp_port)});
   const int fd = ConnectWithRetry(tcp_port);
-  TaskPair same_host(/*same_host=*/true);
+  std::unique_ptr<TaskPair> same_host;
+  if (!tcp_path_only)
+    same_host = std::make_unique<TaskPair>(/*same_host=*/true);
   TaskPair over_tcp(/*same_host=*/false);
-  std::printf("%-8s %14s %14s %13s %10s %9s\n", "size", "same-host GB/s",
-              "TCP path GB/s", "raw TCP GB/s", "same-host", "TCP path");
+  std::printf("%-8s %14s %14s %13s %10s %9s %17s %17s\n", "size",
+              "same-host GB/s", "TCP path GB/s", "raw TCP GB/s", "same-host",
+              "TCP path", "CPU s/GB TCP path", "CPU s/GB raw TCP");
   for (int64_t bytes : {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
                         int64_t{512} << 20}) {
-    const double tcp = MeasureTcp(fd, bytes);
-    const double fast = MeasureDistflow(same_host.worker->target(), bytes);
-    const double slow = MeasureDistflow(over_tcp.worker->target(), bytes);
+    const Rate tcp = MeasureTcp(fd, bytes, sink.pid());
+    const double fast = same_host ? MeasureDistflow(same_host->worker->target(),
+                                                    bytes, same_host->ps.pid())
+                                        .gbps
+                                  : 0;
+    const Rate slow =
+        MeasureDistflow(over_tcp.worker->target(), bytes, over_tcp.ps.pid());
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
-    std::printf("%-8s %14.3f %14.3f %13.3f %10.2f %9.2f\n", label.c_str(), fast,
-                slow, tcp, fast / tcp, slow / tcp);
+    std::printf(
+        "%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %8.2f +%7.2f %8.2f +%7.2f\n",
+        label.c_str(), fast, slow.gbps, tcp.gbps, fast / tcp.gbps,
+        slow.gbps / tcp.gbps, slow.sender_cpu_s_per_gb,
+        slow.receiver_cpu_s_per_gb, tcp.sender_cpu_s_per_gb,
+        tcp.receiver_cpu_s_per_gb);
     std::fflush(stdout);
   }
-  std::printf("(the last two columns: distflow / raw TCP, same run)\n");
+  std::printf(
+      "(distflow / raw TCP: same run; CPU: sender + receiver, the receiver's "
+      "including the client and master of the TCP path's steps)\n");
   close(fd);
   return 0;
 }
