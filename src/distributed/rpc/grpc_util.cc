@@ -37,6 +37,7 @@ void KeepReceiveBuffersMapped() {
   static absl::once_flag once;
   absl::call_once(once, [] {
     if (UserTunedMalloc()) return;
+#ifdef __GLIBC__
     // gRPC reads a connection into 64 KiB blocks from malloc and frees them
     // once a message is handed over. Under glibc's starting limits (a heap
     // top over 128 KiB goes back to the system) the freed blocks are
@@ -47,6 +48,7 @@ void KeepReceiveBuffersMapped() {
     // 64 MiB of free heap top is kept for reuse.
     mallopt(M_MMAP_THRESHOLD, kMallocMmapThreshold);
     mallopt(M_TRIM_THRESHOLD, 2 * kMallocMmapThreshold);
+#endif
   });
 }
 
