@@ -58,30 +58,32 @@ class Child {
   pid_t pid_ = -1;
 };
 
-inline double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-// CPU seconds (user + system) that process `pid` has used so far; 0 if it
-// cannot be read. For per-byte costs, which a busy machine distorts less than
-// wall time.
+// CPU time (user + system) process `pid` has used so far, in seconds; 0 when
+// /proc does not tell. Per-step CPU time moves less with the load of a shared
+// machine than wall time does.
 inline double CpuSeconds(pid_t pid) {
   FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
   if (f == nullptr) return 0;
-  char buf[1024];
-  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  char buffer[1024];
+  const size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, f);
   std::fclose(f);
-  buf[n] = '\0';
-  // Fields 14 and 15 (utime, stime) follow the ")" that ends the name.
-  const char* p = std::strrchr(buf, ')');
-  if (p == nullptr) return 0;
+  buffer[n] = '\0';
+  // Fields after the command name (which may hold spaces) start past ')';
+  // utime and stime are fields 14 and 15.
+  const char* p = std::strrchr(buffer, ')');
   unsigned long utime = 0, stime = 0;
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                  &utime, &stime) != 2) {
+  if (p == nullptr || std::sscanf(p + 2,
+                                  "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+                                  "%*u %lu %lu",
+                                  &utime, &stime) != 2) {
     return 0;
   }
   return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+inline double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 }  // namespace bench

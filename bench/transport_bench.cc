@@ -8,8 +8,7 @@
 // twice: by the same-host path (the worker copies the tensor out of the ps
 // process's memory) and with it turned off, over TCP, as between two hosts.
 // TCP: the child reads a length-prefixed message and answers one byte.
-// `transport_bench --tcp_path` measures only the TCP path and raw TCP (for
-// profiling it alone).
+// Usage: transport_bench [SIZE_KIB...] (default: 4, 1024, 65536, 524288).
 #include <netinet/tcp.h>
 
 #include <cstdint>
@@ -97,51 +96,32 @@ int Reps(int64_t bytes) {
       std::max<int64_t>(3, std::min<int64_t>(2000, target / bytes)));
 }
 
-// Throughput, and the CPU time each side spent per GB moved (the sending
-// child's and this process's, which receives).
-struct Rate {
-  double gbps = 0;
-  double sender_cpu_s_per_gb = 0;
-  double receiver_cpu_s_per_gb = 0;
-};
-
-// Runs `once` `reps` times, timing it and counting the CPU time of `sender`
-// and of this process.
-template <typename Fn>
-Rate Measure(int64_t bytes, pid_t sender, Fn once) {
-  const int reps = Reps(bytes);
-  const double sender_cpu = bench::CpuSeconds(sender);
-  const double self_cpu = bench::CpuSeconds(getpid());
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) {
-    if (!once()) return Rate();
-  }
-  const double gb = static_cast<double>(bytes) * reps / 1e9;
-  Rate rate;
-  rate.gbps = gb / bench::Seconds(start);
-  rate.sender_cpu_s_per_gb = (bench::CpuSeconds(sender) - sender_cpu) / gb;
-  rate.receiver_cpu_s_per_gb = (bench::CpuSeconds(getpid()) - self_cpu) / gb;
-  return rate;
-}
-
-// Raw TCP: this process sends, the child `sink` receives (the columns of
-// Rate are swapped by the caller).
-Rate MeasureTcp(int fd, int64_t bytes, pid_t sink) {
+double MeasureTcp(int fd, int64_t bytes) {
   std::vector<char> data(bytes, 1);
   auto once = [&] {
     uint64_t n = bytes;
     char ack;
-    return WriteAll(fd, reinterpret_cast<char*>(&n), sizeof(n)) &&
-           WriteAll(fd, data.data(), bytes) && ReadAll(fd, &ack, 1);
+    WriteAll(fd, reinterpret_cast<char*>(&n), sizeof(n));
+    WriteAll(fd, data.data(), bytes);
+    ReadAll(fd, &ack, 1);
   };
   once();
-  Rate rate = Measure(bytes, sink, once);
-  std::swap(rate.sender_cpu_s_per_gb, rate.receiver_cpu_s_per_gb);
-  return rate;
+  const int reps = Reps(bytes);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) once();
+  return bytes * reps / bench::Seconds(start) / 1e9;
 }
 
-// The ps task (`ps`, a child process) sends, this process receives.
-Rate MeasureDistflow(const std::string& target, int64_t bytes, pid_t ps_pid) {
+struct DistflowResult {
+  double gbps = 0;
+  // CPU time of both tasks' processes per step, in microseconds.
+  double cpu_us_per_step = 0;
+};
+
+// `ps_pid` is the ps task's process, whose CPU time is counted with this
+// one's.
+DistflowResult MeasureDistflow(const std::string& target, pid_t ps_pid,
+                               int64_t bytes) {
   const int32_t n = static_cast<int32_t>(bytes / 4);
   df::Scope root = df::Scope::NewRootScope();
   df::Scope ps = root.WithDevice("/job:ps/task:0");
@@ -163,16 +143,31 @@ Rate MeasureDistflow(const std::string& target, int64_t bytes, pid_t ps_pid) {
   }
   if (!s.ok()) {
     std::cerr << "error: " << s << "\n";
-    return Rate();
+    return {};
   }
-  for (int i = 0; i < 2; ++i) (void)session->Run({first});
-  const Rate rate = Measure(bytes, ps_pid, [&] {
+  // Enough steps for the receiver's buffer pool to reach its steady state: at
+  // 512 MiB, after two or three warm-up steps a fresh buffer (faulted in,
+  // costing more than a step) still came within the timed steps; after six
+  // it did not.
+  for (int i = 0; i < 6; ++i) (void)session->Run({first});
+  const int reps = Reps(bytes);
+  const double cpu_start =
+      bench::CpuSeconds(getpid()) + bench::CpuSeconds(ps_pid);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) {
     auto out = session->Run({first});
-    if (!out.ok()) std::cerr << "error: " << out.status() << "\n";
-    return out.ok();
-  });
+    if (!out.ok()) {
+      std::cerr << "error: " << out.status() << "\n";
+      return {};
+    }
+  }
+  DistflowResult result;
+  result.gbps = bytes * reps / bench::Seconds(start) / 1e9;
+  result.cpu_us_per_step =
+      (bench::CpuSeconds(getpid()) + bench::CpuSeconds(ps_pid) - cpu_start) /
+      reps * 1e6;
   (void)session->Close();
-  return rate;
+  return result;
 }
 
 df::ServerOptions TransportOptions(bool same_host) {
@@ -212,41 +207,39 @@ int main(int argc, char** argv) {
             .value();
     return server->Join().ok() ? 0 : 1;
   }
-  const bool tcp_path_only = argc == 2 && std::string(argv[1]) == "--tcp_path";
   const std::string self = "/proc/self/exe";
   const int tcp_port = bench::PickFreePort();
   bench::Child sink({self, "--tcp_sink", std::to_string(tcp_port)});
   const int fd = ConnectWithRetry(tcp_port);
-  std::unique_ptr<TaskPair> same_host;
-  if (!tcp_path_only)
-    same_host = std::make_unique<TaskPair>(/*same_host=*/true);
+  TaskPair same_host(/*same_host=*/true);
   TaskPair over_tcp(/*same_host=*/false);
-  std::printf("%-8s %14s %14s %13s %10s %9s %17s %17s\n", "size",
+  // Sizes in KiB from the command line, or the default four.
+  std::vector<int64_t> sizes;
+  for (int i = 1; i < argc; ++i) sizes.push_back(std::stoll(argv[i]) << 10);
+  if (sizes.empty()) {
+    sizes = {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
+             int64_t{512} << 20};
+  }
+  std::printf("%-8s %14s %14s %13s %10s %9s %12s %12s\n", "size",
               "same-host GB/s", "TCP path GB/s", "raw TCP GB/s", "same-host",
-              "TCP path", "CPU s/GB TCP path", "CPU s/GB raw TCP");
-  for (int64_t bytes : {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
-                        int64_t{512} << 20}) {
-    const Rate tcp = MeasureTcp(fd, bytes, sink.pid());
-    const double fast = same_host ? MeasureDistflow(same_host->worker->target(),
-                                                    bytes, same_host->ps.pid())
-                                        .gbps
-                                  : 0;
-    const Rate slow =
-        MeasureDistflow(over_tcp.worker->target(), bytes, over_tcp.ps.pid());
+              "TCP path", "CPU us/step", "CPU us/step");
+  for (int64_t bytes : sizes) {
+    const double tcp = MeasureTcp(fd, bytes);
+    const DistflowResult fast =
+        MeasureDistflow(same_host.worker->target(), same_host.ps.pid(), bytes);
+    const DistflowResult slow =
+        MeasureDistflow(over_tcp.worker->target(), over_tcp.ps.pid(), bytes);
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
-    std::printf(
-        "%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %8.2f +%7.2f %8.2f +%7.2f\n",
-        label.c_str(), fast, slow.gbps, tcp.gbps, fast / tcp.gbps,
-        slow.gbps / tcp.gbps, slow.sender_cpu_s_per_gb,
-        slow.receiver_cpu_s_per_gb, tcp.sender_cpu_s_per_gb,
-        tcp.receiver_cpu_s_per_gb);
+    std::printf("%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %12.0f %12.0f\n",
+                label.c_str(), fast.gbps, slow.gbps, tcp, fast.gbps / tcp,
+                slow.gbps / tcp, fast.cpu_us_per_step, slow.cpu_us_per_step);
     std::fflush(stdout);
   }
   std::printf(
-      "(distflow / raw TCP: same run; CPU: sender + receiver, the receiver's "
-      "including the client and master of the TCP path's steps)\n");
+      "(distflow / raw TCP, same run; then the CPU time of both tasks per "
+      "step, same-host path and TCP path)\n");
   close(fd);
   return 0;
 }

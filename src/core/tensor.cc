@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/aligned_memory.h"
 #include "base/logging.h"
 #include "core/type_dispatch.h"
 
@@ -28,7 +29,8 @@ size_t ElementSize(DataType dtype) {
   }
 }
 
-// A 64-byte-aligned heap buffer. For object element types (string, resource) it
+// A 64-byte-aligned heap buffer (on huge pages when large, see
+// base/aligned_memory.h). For object element types (string, resource) it
 // constructs the elements and destroys them with the buffer.
 class AlignedBuffer : public TensorBuffer {
  public:
@@ -36,8 +38,7 @@ class AlignedBuffer : public TensorBuffer {
       : dtype_(dtype),
         num_elements_(num_elements),
         size_(ElementSize(dtype) * num_elements) {
-    const size_t rounded = (size_ + kAlignment - 1) / kAlignment * kAlignment;
-    data_ = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    data_ = AllocateAligned(Allocated(), kAlignment);
     if (data_ == nullptr) throw std::bad_alloc();
     if (dtype_ == DataType::kString) {
       auto* p = static_cast<std::string*>(data_);
@@ -57,12 +58,18 @@ class AlignedBuffer : public TensorBuffer {
       auto* p = static_cast<ResourceHandle*>(data_);
       for (int64_t i = 0; i < num_elements_; ++i) p[i].~ResourceHandle();
     }
-    std::free(data_);
+    FreeAligned(data_, Allocated());
   }
   void* data() const override { return data_; }
   size_t size() const override { return size_; }
 
  private:
+  // The bytes asked of the allocator: a whole number of alignment units.
+  size_t Allocated() const {
+    const size_t rounded = (size_ + kAlignment - 1) / kAlignment * kAlignment;
+    return rounded == 0 ? kAlignment : rounded;
+  }
+
   DataType dtype_;
   int64_t num_elements_;
   size_t size_;

@@ -9,7 +9,8 @@
 namespace distflow {
 namespace {
 
-// The gradient's elements as doubles (float32 or float64 gradients).
+// The gradient's elements (float32 or float64) as doubles. Only the sparse
+// path uses it: its rows land in a map.
 std::vector<double> ToDoubles(const Tensor& t) {
   std::vector<double> out(t.NumElements());
   if (t.dtype() == DataType::kFloat) {
@@ -22,17 +23,36 @@ std::vector<double> ToDoubles(const Tensor& t) {
   return out;
 }
 
-// A tensor of `dtype` and `shape` holding `values / divisor`.
+// sum = a + b, then sum += g: in one pass over the gradients' own buffers,
+// with no temporary and no zeroing of the sum between rounds.
+template <typename T>
+void SumOfTwo(const Tensor& a, const Tensor& b, double* sum) {
+  const T* x = a.flat<T>().data();
+  const T* y = b.flat<T>().data();
+  const int64_t n = a.NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    sum[i] = static_cast<double>(x[i]) + static_cast<double>(y[i]);
+  }
+}
+template <typename T>
+void AddInto(const Tensor& g, double* sum) {
+  const T* in = g.flat<T>().data();
+  const int64_t n = g.NumElements();
+  for (int64_t i = 0; i < n; ++i) sum[i] += in[i];
+}
+
+// A tensor of `dtype` and `shape` holding `values / divisor`. Every element is
+// written, so the buffer starts uninitialized.
 Tensor FromDoubles(DataType dtype, const TensorShape& shape,
                    const double* values, int64_t n, double divisor) {
-  Tensor t(dtype, shape);
+  Tensor t = Tensor::Uninitialized(dtype, shape);
   if (dtype == DataType::kFloat) {
-    auto out = t.flat<float>();
+    float* out = t.flat<float>().data();
     for (int64_t i = 0; i < n; ++i) {
       out[i] = static_cast<float>(values[i] / divisor);
     }
   } else {
-    auto out = t.flat<double>();
+    double* out = t.flat<double>().data();
     for (int64_t i = 0; i < n; ++i) out[i] = values[i] / divisor;
   }
   return t;
@@ -155,16 +175,27 @@ absl::Status DenseAccumulator::AddLocked(const std::vector<Tensor>& gradient) {
         "a gradient of shape ", g.shape().DebugString(), " does not fit ",
         Describe(), ", which holds gradients of shape ", shape_.DebugString()));
   }
-  std::vector<double> values = ToDoubles(g);
-  for (size_t i = 0; i < values.size(); ++i) sum_[i] += values[i];
+  // The round's first gradient is kept as it came (tensors are immutable and
+  // shared, so this copies nothing); the second starts the sum, overwriting
+  // the sum of an earlier round.
+  const bool is_float = g.dtype() == DataType::kFloat;
+  if (count_ == 0) {
+    first_ = g;
+  } else if (count_ == 1) {
+    is_float ? SumOfTwo<float>(first_, g, sum_.data())
+             : SumOfTwo<double>(first_, g, sum_.data());
+    first_ = Tensor();
+  } else {
+    is_float ? AddInto<float>(g, sum_.data()) : AddInto<double>(g, sum_.data());
+  }
   return absl::OkStatus();
 }
 
 Accumulator::Result DenseAccumulator::TakeAverageLocked() {
-  Tensor average = FromDoubles(dtype_, shape_, sum_.data(),
-                               static_cast<int64_t>(sum_.size()), count_);
-  std::fill(sum_.begin(), sum_.end(), 0.0);
-  return {average};
+  // The average of one gradient is that gradient, bit for bit.
+  if (count_ == 1) return {std::move(first_)};
+  return {FromDoubles(dtype_, shape_, sum_.data(),
+                      static_cast<int64_t>(sum_.size()), count_)};
 }
 
 absl::Status SparseAccumulator::AddLocked(const std::vector<Tensor>& gradient) {

@@ -86,7 +86,8 @@ class Accumulator : public ResourceBase {
 };
 
 // Sums dense gradients of one shape (the declared one, or the first
-// gradient's when the declared shape is partial).
+// gradient's when the declared shape is partial). A round's first gradient is
+// held, not copied: the sum starts with the second.
 class DenseAccumulator : public Accumulator {
  public:
   using Accumulator::Accumulator;
@@ -100,7 +101,8 @@ class DenseAccumulator : public Accumulator {
  private:
   TensorShape shape_ ABSL_GUARDED_BY(mu_);
   bool has_shape_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<double> sum_ ABSL_GUARDED_BY(mu_);
+  Tensor first_ ABSL_GUARDED_BY(mu_);             // while count_ == 1
+  std::vector<double> sum_ ABSL_GUARDED_BY(mu_);  // while count_ >= 2
 };
 
 // Sums sparse gradients (IndexedSlices) row by row. The average divides

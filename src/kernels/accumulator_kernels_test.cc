@@ -156,6 +156,40 @@ TEST(AccumulatorTest, BadInputIsAnErrorNamingTheAccumulator) {
                        {"[3]", "already exists", "shared_name"}));
 }
 
+// Double gradients, and rounds of two and three: each round averages only its
+// own gradients (the sum of a round taken is not carried into the next).
+TEST(AccumulatorTest, Float64RoundsAverageOnlyTheirOwnGradients) {
+  Scope root = Scope::NewRootScope();
+  Output acc = ops::ConditionalAccumulator(root, DataType::kDouble,
+                                           PartialTensorShape({2}), "acc64");
+  Output step = ops::Placeholder(root, DataType::kInt64);
+  Output grad = ops::Placeholder(root, DataType::kDouble);
+  Operation apply = ops::AccumulatorApplyGradient(root, acc, step, grad);
+  Output take = ops::AccumulatorTakeGradient(root, acc, 2);
+  auto session = ClientSession::Create(root).value();
+  auto apply_at = [&](int64_t s, std::vector<double> g) {
+    return session
+        ->Run({{step, Tensor::Scalar<int64_t>(s)},
+               {grad, Tensor::Vector<double>(g)}},
+              {}, {apply})
+        .status();
+  };
+  ASSERT_TRUE(apply_at(0, {1e-3, 3}).ok());
+  ASSERT_TRUE(apply_at(0, {2e-3, 5}).ok());
+  auto avg = session->Run({take});
+  ASSERT_TRUE(avg.ok()) << avg.status();
+  EXPECT_TRUE(test::TensorsEqual<double>((*avg)[0],
+                                         Tensor::Vector<double>({1.5e-3, 4})));
+  ASSERT_TRUE(apply_at(1, {7, -1}).ok());
+  ASSERT_TRUE(apply_at(0, {100, 100}).ok());  // stale: dropped
+  ASSERT_TRUE(apply_at(1, {9, 1}).ok());
+  ASSERT_TRUE(apply_at(1, {-1, 3}).ok());  // a third before the take
+  avg = session->Run({take});
+  ASSERT_TRUE(avg.ok()) << avg.status();
+  EXPECT_TRUE(
+      test::TensorsEqual<double>((*avg)[0], Tensor::Vector<double>({5, 1})));
+}
+
 TEST(SparseAccumulatorTest, AveragesRowsOverTheNumberOfGradients) {
   Scope root = Scope::NewRootScope();
   Output acc = ops::SparseConditionalAccumulator(

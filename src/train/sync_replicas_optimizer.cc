@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "distflow/ops.h"
+#include "graph/attr_value.h"
 #include "graph/graph.h"
 #include "graph/node_builder.h"
 
@@ -16,16 +17,28 @@ namespace distflow {
 namespace train {
 namespace {
 
-// An int64 scalar variable beside `anchor` that no collection lists: the
-// global initializer, savers and ps placement leave it alone.
-ops::Variable LocalStepVariable(const Scope& scope, const Operation& anchor) {
-  Scope local = scope.ColocateWith(anchor);
+// A worker's local step: an int64 scalar variable that no collection lists
+// (the global initializer, savers and ps placement leave it alone). It lives
+// beside the global step, a ps in between-graph training, where the applies
+// read it and the token is dequeued: neither crosses between the worker and
+// the ps every step. The workers' graphs share the node's name, so its
+// resource is named after the worker's task (the device that `worker` was
+// placed on) to keep their local steps apart on that ps.
+ops::Variable LocalStepVariable(const Scope& scope, const Operation& worker,
+                                const ops::Variable& global_step) {
+  Scope local = scope.ColocateWith(global_step.handle().op());
+  const std::string& device = worker.node()->requested_device();
   Operation handle = NodeBuilder(local.WithOpName("sync_rep_local_step"),
                                  "VarHandleOp", "sync_rep_local_step")
                          .Attr("dtype", DataType::kInt64)
                          .Attr("shape", PartialTensorShape(TensorShape()))
                          .Finalize();
   if (!handle.valid()) return ops::Variable();
+  if (!device.empty()) {
+    handle.node()->SetInternalAttr(
+        "shared_name",
+        MakeAttr(absl::StrCat(handle.node()->name(), ":", device)));
+  }
   NodeBuilder(local.NewSubScopeOf(handle).WithOpName("read"), "ReadVariableOp",
               "read")
       .Input(handle.output(0))
@@ -100,8 +113,10 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   // chief's ops stay out of the caller's control dependencies.
   Scope s = scope.WithNoControlDependencies().NewSubScope("sync_replicas");
   Scope at_step = s.ColocateWith(global_step.handle().op());
+  // Placed on this worker by the caller's device function: names its task.
   Operation anchor = ops::NoOp(s.WithOpName("local_anchor"));
-  local_step_ = LocalStepVariable(s, anchor);
+  local_step_ = LocalStepVariable(s, anchor, global_step);
+  const Scope at_local_step = s.ColocateWith(local_step_.handle().op());
   token_queue_ =
       ops::FIFOQueue(at_step.WithOpName("token_queue"), DataType::kInt64,
                      PartialTensorShape({}), "sync_token_q");
@@ -140,9 +155,15 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   }
   DF_RETURN_IF_ERROR(s.status());
 
-  // The chief: average, apply, count the step, release the workers.
-  DF_ASSIGN_OR_RETURN(Operation update, optimizer_->ApplyGradients(
-                                            s.WithOpName("update"), averaged));
+  // The chief: average, apply, count the step, release the workers. Every
+  // op of it lives on a ps (the takes and updates beside their variables, the
+  // rest beside the global step), so that the aggregation runs there alone:
+  // the end of the update does not cross to the chief's task and back before
+  // the step's increment and the tokens, which would cost a round trip on
+  // every step's critical path.
+  DF_ASSIGN_OR_RETURN(
+      Operation update,
+      optimizer_->ApplyGradients(at_step.WithOpName("update"), averaged));
   Output new_step = ops::AssignAdd(
       at_step.WithControlDependencies({update}).WithOpName("advance"),
       global_step, int64_t{1});
@@ -151,26 +172,33 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
                 Tensor::Vector<int64_t>({TokensPerStep()}), new_step);
   Operation enqueue = ops::QueueEnqueueMany(
       at_step.WithOpName("release_workers"), token_queue_, tokens);
-  aggregate_op_ = NodeBuilder(s.WithOpName("aggregate"), "NoOp", "aggregate")
-                      .ControlInput(enqueue)
-                      .Finalize();
+  aggregate_op_ =
+      NodeBuilder(at_step.WithOpName("aggregate"), "NoOp", "aggregate")
+          .ControlInput(enqueue)
+          .Finalize();
   chief_init_op_ = ops::Group(s.WithOpName("chief_init"), set_steps);
-  local_step_init_op_ =
-      ops::Assign(s.WithOpName("local_step_init"), local_step_, global_step)
-          .op();
+  local_step_init_op_ = ops::Assign(at_local_step.WithOpName("local_step_init"),
+                                    local_step_, global_step)
+                            .op();
   close_accumulators_op_ =
       ops::Group(s.WithOpName("close_accumulators"), closes);
   close_token_queue_op_ =
       ops::QueueClose(at_step.WithOpName("close_token_queue"), token_queue_);
 
   // The worker: contribute, wait for a token, adopt it as the local step.
+  // The step ends beside the global step (the train op too), so that the
+  // token does not travel to the worker: the end of the ps's part of the step
+  // is the end of the step.
   Output token = ops::QueueDequeue(
       at_step.WithControlDependencies(applies).WithOpName("token"),
       token_queue_);
-  Output adopt = ops::Assign(s.WithOpName("adopt_token"), local_step_, token);
-  Operation train_op = NodeBuilder(scope, "NoOp", "train_op")
-                           .ControlInput(adopt.op())
-                           .Finalize();
+  Output adopt =
+      ops::Assign(at_local_step.WithOpName("adopt_token"), local_step_, token);
+  Operation train_op =
+      NodeBuilder(scope.ColocateWith(global_step.handle().op()), "NoOp",
+                  "train_op")
+          .ControlInput(adopt.op())
+          .Finalize();
   DF_RETURN_IF_ERROR(scope.status());
   global_step_ = global_step;
   scope_ = scope.WithNoControlDependencies();

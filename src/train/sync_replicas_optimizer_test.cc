@@ -6,7 +6,10 @@
 // fed x whatever w is, and plain gradient descent with rate 1 moves w by
 // exactly minus the average of the aggregated x's.
 #include <atomic>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,6 +17,8 @@
 #include "absl/synchronization/notification.h"
 #include "distflow/distflow.h"
 #include "distributed/rpc/test_cluster.h"
+#include "graph/graph.h"
+#include "graph/placer.h"
 #include "gtest/gtest.h"
 #include "kernels/async_run_test_util.h"
 #include "kernels/kernel_test_util.h"
@@ -239,6 +244,70 @@ TEST(SyncReplicasTest, SparseGradientsUpdateOnlyTheirRows) {
   EXPECT_TRUE(test::TensorsEqual<float>(
       (*out)[0], Tensor::Matrix<float>({{-1, -1}, {2, 2}, {-1, -1}})));
   EXPECT_EQ((*out)[1].scalar<int64_t>(), 2);
+}
+
+// The local steps live beside the global step, on a ps, where every
+// worker's graph names its variable alike: each worker still has its own.
+TEST(SyncReplicasTest, EachWorkerHasItsOwnLocalStep) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 2}}).value();
+  auto workers = MakeWorkers(cluster.get(), 2, /*to_aggregate=*/2);
+  StartAll(workers);
+  auto local_step = [](Worker& w) {
+    auto out = w.session->Run({w.sync.local_step()});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[0].scalar<int64_t>() : int64_t{-1};
+  };
+  Operation set_seven = ops::Assign(workers[0]->root.WithOpName("set_seven"),
+                                    workers[0]->sync.local_step(), int64_t{7})
+                            .op();
+  ASSERT_TRUE(workers[0]->session->RunTargets({set_seven}).ok());
+  EXPECT_EQ(local_step(*workers[0]), 7);
+  EXPECT_EQ(local_step(*workers[1]), 0);
+  for (auto& w : workers) EXPECT_TRUE(w->hook->End(w->session.get()).ok());
+}
+
+// The chief's aggregation (takes, the wrapped optimizer's update, the step's
+// increment, the tokens) runs on the ps tasks alone: nothing it waits for is
+// placed on the chief's task, so no control edge crosses to the chief and
+// back between the update and the release of the workers.
+TEST(SyncReplicasTest, TheAggregationRunsOnThePsTasksAlone) {
+  auto cluster = ClusterSpec::FromHostLists("127.0.0.1:1,127.0.0.1:2",
+                                            "127.0.0.1:3,127.0.0.1:4");
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  Scope s = root.WithDeviceFunction(
+      ReplicaDeviceSetter(*cluster, "/job:worker/task:0"));
+  ops::Variable global_step = train::GetOrCreateGlobalStep(s);
+  ops::Variable w(s.WithOpName("w"), Tensor::Vector<float>({0, 0}));
+  ops::Variable b(s.WithOpName("b"), Tensor::Vector<float>({0, 0}));
+  Output x = ops::Placeholder(s.WithOpName("x"), DataType::kFloat);
+  Output loss = ops::Sum(s, ops::Mul(s, ops::Add(s, w, b), x),
+                         Tensor::Vector<int32_t>({0}));
+  train::AdamOptimizer adam(0.1);
+  train::SyncReplicasOptimizer sync(&adam, 2);
+  auto train_op = sync.Minimize(s, loss, global_step);
+  ASSERT_TRUE(train_op.ok()) << train_op.status();
+  PlacementOptions placement;
+  placement.jobs = {{"ps", 2}, {"worker", 2}};
+  placement.default_job = "worker";
+  ASSERT_TRUE(PlaceGraph(placement, root.graph()).ok());
+
+  // Everything the aggregate op waits for, by data or control edges.
+  std::set<const Node*> seen;
+  std::vector<const Node*> todo = {sync.chief_aggregate_op().node()};
+  std::map<std::string, int> on_job;
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n).second) continue;
+    const std::string& device = n->assigned_device();
+    EXPECT_EQ(device.rfind("/job:ps/", 0), 0u)
+        << n->DebugName() << " of the aggregation is placed on " << device;
+    ++on_job[device.substr(0, device.find("/replica"))];
+    for (const auto& in : n->inputs()) todo.push_back(in.node);
+    for (const Node* c : n->control_inputs()) todo.push_back(c);
+  }
+  EXPECT_GT(on_job["/job:ps"], 10);  // the walk saw the whole update
 }
 
 TEST(SyncReplicasTest, ApplyGradientsRefusesBadArguments) {

@@ -14,7 +14,8 @@
 //   the job has one token queue (beside the global step);
 // - each worker's train op adds its gradients to the accumulators, marked with
 //   its local step, then dequeues a token: the barrier. The token is the new
-//   global step, which becomes the worker's local step;
+//   global step, which becomes the worker's local step (kept beside the global
+//   step, so that a worker's step moves only its variables and gradients);
 // - the chief runs an aggregation loop (started by the hook): it takes the
 //   average of replicas_to_aggregate gradients from every accumulator, applies
 //   it with the wrapped optimizer, increments the global step and enqueues one
@@ -107,8 +108,10 @@ class SyncReplicasOptimizer {
   // Closes the token queue: workers waiting for a token fail with
   // OUT_OF_RANGE.
   Operation close_token_queue_op() const { return close_token_queue_op_; }
-  // The worker's local step: an int64 variable on the worker itself (not on
-  // a ps task, not among the global variables).
+  // The worker's local step: an int64 variable beside the global step (on
+  // its ps task, where the gradients are applied and the token dequeued, so
+  // that neither travels between the worker and the ps every step), one per
+  // worker task, not among the global variables.
   const ops::Variable& local_step() const { return local_step_; }
   // The token queue (a handle).
   const Output& token_queue() const { return token_queue_; }

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "base/aligned_memory.h"
 
 namespace distflow {
 namespace {
@@ -51,7 +52,7 @@ absl::StatusOr<Tensor> RecvBufferPool::Allocate(DataType dtype,
     }
   }
   if (data == nullptr) {
-    data = std::aligned_alloc(kAlignment, capacity);
+    data = AllocateAligned(capacity, kAlignment);
     if (data == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", capacity, " bytes to receive a ",
@@ -66,29 +67,29 @@ absl::StatusOr<Tensor> RecvBufferPool::Allocate(DataType dtype,
 
 RecvBufferPool::~RecvBufferPool() {
   absl::MutexLock lock(&mu_);
-  for (const Idle& idle : idle_) std::free(idle.data);
+  for (const Idle& idle : idle_) FreeAligned(idle.data, idle.capacity);
 }
 
 void RecvBufferPool::Release(void* data, size_t capacity) {
   if (capacity > max_free_bytes_) {
-    std::free(data);
+    FreeAligned(data, capacity);
     return;
   }
-  std::vector<void*> evicted;
+  std::vector<Idle> evicted;
   {
     absl::MutexLock lock(&mu_);
     // The oldest idle buffers make room for the newest.
     size_t drop = 0;
     while (free_bytes_ + capacity > max_free_bytes_) {
       free_bytes_ -= idle_[drop].capacity;
-      evicted.push_back(idle_[drop].data);
+      evicted.push_back(idle_[drop]);
       ++drop;
     }
     idle_.erase(idle_.begin(), idle_.begin() + drop);
     idle_.push_back({data, capacity});
     free_bytes_ += capacity;
   }
-  for (void* p : evicted) std::free(p);
+  for (const Idle& idle : evicted) FreeAligned(idle.data, idle.capacity);
 }
 
 size_t RecvBufferPool::free_bytes() const {
