@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,6 +31,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench_util.h"
 #include "distflow/data.h"
@@ -56,6 +58,52 @@ struct Config {
   int local_threads = 2;  // of the single-process session
   int repeats = 2;        // alternating runs of each side; the best counts
   bool sync = false;      // of a worker process: SyncReplicasOptimizer
+  int ps_pid = 0;         // of a worker process: the ps task, for its CPU time
+  std::string rows = "async,cost,sync";  // which comparisons to run
+};
+
+// CPU time (user + system, all threads) of process `pid` in seconds, from
+// /proc; 0 if it cannot be read.
+double ProcessCpuSeconds(int pid) {
+  FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/stat").c_str(), "r");
+  if (f == nullptr) return 0;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  // Fields 14 and 15 (utime, stime) follow the command name, which is in
+  // parentheses and may hold spaces.
+  const char* p = std::strrchr(buf, ')');
+  unsigned long long utime = 0, stime = 0;
+  if (p == nullptr || std::sscanf(p + 2,
+                                  "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+                                  "%*u %llu %llu",
+                                  &utime, &stime) != 2) {
+    return 0;
+  }
+  return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+// The CPU time that this process and the ps task spend per step: on two
+// cores it bounds the step rate where wall time swings with the load.
+struct CpuClock {
+  explicit CpuClock(int ps_pid)
+      : ps_pid(ps_pid),
+        self(ProcessCpuSeconds(getpid())),
+        ps(ps_pid > 0 ? ProcessCpuSeconds(ps_pid) : 0) {}
+  // " worker_cpu_ms_per_step=... ps_cpu_ms_per_step=..."
+  std::string PerStep(int64_t steps) const {
+    std::string out =
+        absl::StrFormat(" worker_cpu_ms_per_step=%.3f",
+                        (ProcessCpuSeconds(getpid()) - self) * 1e3 / steps);
+    if (ps_pid > 0) {
+      absl::StrAppendFormat(&out, " ps_cpu_ms_per_step=%.3f",
+                            (ProcessCpuSeconds(ps_pid) - ps) * 1e3 / steps);
+    }
+    return out;
+  }
+  int ps_pid;
+  double self, ps;
 };
 
 // One training step of the MLP on batch `i` of the first kBatches.
@@ -74,20 +122,25 @@ absl::Status Step(Session* session, const fashion_mnist::Model& m,
 
 // Warm-up, then `config.steps` timed steps starting at batch `first`;
 // examples/sec.
+// `cpu`, if not null, gets the CPU time per timed step (CpuClock::PerStep).
 template <typename Session>
 absl::StatusOr<double> TimeSteps(Session* session,
                                  const fashion_mnist::Model& m,
                                  const df::data::LabeledImages& d,
-                                 int64_t first, const Config& config) {
+                                 int64_t first, const Config& config,
+                                 std::string* cpu = nullptr) {
   for (int64_t i = 0; i < config.warmup; ++i) {
     if (absl::Status s = Step(session, m, d, first + i); !s.ok()) return s;
   }
+  const CpuClock clock(config.ps_pid);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < config.steps; ++i) {
     absl::Status s = Step(session, m, d, first + config.warmup + i);
     if (!s.ok()) return s;
   }
-  return config.steps * kBatch / bench::Seconds(start);
+  const double rate = config.steps * kBatch / bench::Seconds(start);
+  if (cpu != nullptr) *cpu = clock.PerStep(config.steps);
+  return rate;
 }
 
 absl::StatusOr<double> SingleProcess(const df::data::LabeledImages& d,
@@ -210,9 +263,10 @@ int RunWorker(const df::ClusterSpec& cluster, int index, const Config& config) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (!ready.ok()) return fail(ready);
-  auto rate = TimeSteps(session->get(), *m, *data, first, config);
+  std::string cpu;
+  auto rate = TimeSteps(session->get(), *m, *data, first, config, &cpu);
   if (!rate.ok()) return fail(rate.status());
-  std::printf("examples_per_sec=%.1f\n", *rate);
+  std::printf("examples_per_sec=%.1f%s\n", *rate, cpu.c_str());
   return 0;
 }
 
@@ -250,14 +304,14 @@ absl::StatusOr<double> Distflow(int workers, bool sync, const Config& config) {
     hosts.push_back(absl::StrCat("127.0.0.1:", bench::PickFreePort()));
   }
   const std::string worker_hosts = absl::StrJoin(hosts, ",");
-  const std::string common =
-      absl::StrCat(" --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
-                   " --steps=", config.steps, " --warmup=", config.warmup,
-                   " --worker_threads=", config.worker_threads,
-                   sync ? " --sync" : "", " --ps_threads=", config.ps_threads);
   bench::Child ps_task({self, "--role=ps", "--ps_hosts=" + ps,
                         "--worker_hosts=" + worker_hosts,
                         absl::StrCat("--ps_threads=", config.ps_threads)});
+  const std::string common = absl::StrCat(
+      " --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
+      " --steps=", config.steps, " --warmup=", config.warmup,
+      " --worker_threads=", config.worker_threads, sync ? " --sync" : "",
+      " --ps_threads=", config.ps_threads, " --ps_pid=", ps_task.pid());
   std::vector<std::unique_ptr<FILE, int (*)(FILE*)>> pipes;
   for (int i = 0; i < workers; ++i) {
     pipes.push_back(
@@ -272,6 +326,10 @@ absl::StatusOr<double> Distflow(int workers, bool sync, const Config& config) {
           absl::StrCat("distflow worker ", i, " failed: ", r.output));
     }
     total += std::strtod(r.output.c_str() + at + 17, nullptr);
+    // The rest of the line: the CPU time per step (asynchronous workers).
+    const size_t end = r.output.find('\n', at);
+    std::printf("  distflow worker %d of %d: %s\n", i, workers,
+                r.output.substr(at, end - at).c_str());
   }
   return total;
 }
@@ -340,6 +398,9 @@ int main(int argc, char** argv) {
   app.add_option("--worker_threads", config.worker_threads)
       ->check(CLI::Range(1, 64));
   app.add_option("--ps_threads", config.ps_threads)->check(CLI::Range(1, 64));
+  app.add_option("--rows", config.rows,
+                 "comparisons to run, of async,cost,sync (cost: 1 ps + 1 "
+                 "worker against one process)");
   app.add_option("--repeats", config.repeats,
                  "alternating runs of each side (the best counts)")
       ->check(CLI::Range(1, 100));
@@ -349,6 +410,7 @@ int main(int argc, char** argv) {
       ->group("")
       ->check(CLI::IsMember({"ps", "worker"}));
   app.add_option("--task_index", task_index)->group("");
+  app.add_option("--ps_pid", config.ps_pid)->group("");
   app.add_option("--ps_hosts", ps_hosts)->group("");
   app.add_option("--worker_hosts", worker_hosts)->group("");
   CLI11_PARSE(app, argc, argv);
@@ -378,18 +440,28 @@ int main(int argc, char** argv) {
               static_cast<long long>(config.steps));
   std::printf("%-30s %12s  %-24s %12s %7s\n", "distflow setup", "examples/s",
               "peer", "examples/s", "ratio");
-  const bool async_ok = CompareRow(
-      "1 ps + 2 workers, async", [&] { return Distflow(2, false, config); },
-      "PyTorch RPC ps, async", [&] { return Torch(2, /*sync=*/false, config); },
-      config.repeats);
-  const bool cost_ok = CompareRow(
-      "1 ps + 1 worker", [&] { return Distflow(1, false, config); },
-      "distflow, one process", [&] { return SingleProcess(*data, config); },
-      config.repeats);
-  const bool sync_ok = CompareRow(
-      "1 ps + 2 workers, sync", [&] { return Distflow(2, true, config); },
-      "PyTorch RPC ps, sync", [&] { return Torch(2, /*sync=*/true, config); },
-      config.repeats);
-  const bool ok = async_ok && cost_ok && sync_ok;
+  auto wanted = [&](absl::string_view row) {
+    return absl::StrCat(",", config.rows, ",")
+               .find(absl::StrCat(",", row, ",")) != std::string::npos;
+  };
+  bool ok = true;
+  if (wanted("async")) {
+    ok &= CompareRow(
+        "1 ps + 2 workers, async", [&] { return Distflow(2, false, config); },
+        "PyTorch RPC ps, async",
+        [&] { return Torch(2, /*sync=*/false, config); }, config.repeats);
+  }
+  if (wanted("cost")) {
+    ok &= CompareRow(
+        "1 ps + 1 worker", [&] { return Distflow(1, false, config); },
+        "distflow, one process", [&] { return SingleProcess(*data, config); },
+        config.repeats);
+  }
+  if (wanted("sync")) {
+    ok &= CompareRow(
+        "1 ps + 2 workers, sync", [&] { return Distflow(2, true, config); },
+        "PyTorch RPC ps, sync", [&] { return Torch(2, /*sync=*/true, config); },
+        config.repeats);
+  }
   return ok ? 0 : 1;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "base/mutex_checks.h"
 #include "distributed/local_master.h"
 #include "distributed/rpc/grpc_master_service.h"
 #include "distributed/rpc/grpc_master_stream_service.h"
@@ -68,6 +69,9 @@ GrpcServer::GrpcServer(ClusterMap cluster, std::string job_name, int task_index,
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
     ClusterMap cluster, const std::string& job_name, int task_index,
     const ServerOptions& options) {
+  // A task runs steps for as long as the job lasts: it should not pay for
+  // abseil's lock-order bookkeeping on every lock (see mutex_checks.h).
+  DisableMutexDeadlockDetection();
   auto job = cluster.find(job_name);
   if (job == cluster.end() || task_index < 0 ||
       task_index >= static_cast<int>(job->second.size())) {
