@@ -30,6 +30,14 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address);
 // Applies the matching server settings.
 void ConfigureServerBuilder(grpc::ServerBuilder* builder);
 
+// Sets glibc's malloc to keep freed memory of up to 64 MiB at the top of its
+// heaps mapped, so that the buffers gRPC reads large messages into are reused
+// instead of faulted in afresh for every message (see docs/benchmarks.md).
+// Process-wide; done once, by the first NewChannel or ConfigureServerBuilder,
+// unless the user set malloc's limits (GLIBC_TUNABLES=glibc.malloc.*,
+// MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_).
+void KeepReceiveBuffersMapped();
+
 }  // namespace distflow
 
 #endif  // DISTFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_
