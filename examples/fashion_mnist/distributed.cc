@@ -58,6 +58,7 @@ absl::StatusOr<Replica> ReplicaOf(const df::TaskConfig& task) {
 struct ReplicaGraph {
   Model model;
   df::ops::Variable workers_done;  // replicas that have stopped training
+  df::Output workers_done_set;     // whether workers_done has a value
   df::Output mark_done;            // adds this replica to workers_done
   // Saves and restores the model and the optimizer's state (not
   // workers_done, which belongs to one run of the job).
@@ -85,6 +86,7 @@ absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
   g.workers_done = df::ops::Variable(s.WithOpName("workers_done"),
                                      df::Tensor::Scalar<int64_t>(0),
                                      df::ops::VariableOptions{false});
+  g.workers_done_set = df::ops::IsVariableInitialized(s, g.workers_done);
   g.mark_done = df::ops::AssignAdd(s, g.workers_done, int64_t{1});
   if (!root.ok()) return root.status();
   return g;
@@ -225,6 +227,24 @@ absl::Status EndJobWhenOthersAreDone(df::ClientSession* control,
   return df::EndJob(task.cluster);
 }
 
+// The chief's start of the count of workers done: 0, unless the ps already
+// counts (a chief that restarted while the ps kept running): workers that
+// reported before it came back will not report again.
+absl::Status StartCountingDoneWorkers(df::ClientSession* control,
+                                      const ReplicaGraph& g) {
+  auto set = control->Run({g.workers_done_set});
+  if (!set.ok()) return set.status();
+  if ((*set)[0].scalar<bool>()) {
+    auto done = control->Run({g.workers_done});
+    if (!done.ok()) return done.status();
+    std::fprintf(stderr,
+                 "the ps kept the count of workers done (%lld); keeping it\n",
+                 static_cast<long long>((*done)[0].scalar<int64_t>()));
+    return absl::OkStatus();
+  }
+  return control->RunTargets({g.workers_done.initializer()});
+}
+
 absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
                         const Flags& flags, const std::string& target) {
   auto train =
@@ -251,9 +271,7 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
     // Not in checkpoints, so set before the monitored session restores one;
     // the ps tasks may still be starting.
     absl::Status s = examples::RetryWhileUnavailable(
-        [&] {
-          return (*control)->RunTargets({graph->workers_done.initializer()});
-        },
+        [&] { return StartCountingDoneWorkers(control->get(), *graph); },
         kStartupSeconds);
     if (!s.ok()) return s;
   }
