@@ -77,10 +77,12 @@ std::vector<int64_t> GlobalSteps(const std::string& output) {
 // The master's task: a worker task that only serves (its master and worker
 // services), as `distflow server` runs it.
 std::unique_ptr<Subprocess> StartMasterTask(const std::string& ps_hosts,
-                                            const std::string& worker_hosts) {
-  std::vector<std::string> argv = {
-      absl::StrCat(DISTFLOW_BIN_DIR, "/distflow"), "server",
-      "--job_name=worker", "--task_index=0", "--worker_hosts=" + worker_hosts};
+                                            const std::string& worker_hosts,
+                                            int task_index = 0) {
+  std::vector<std::string> argv = {absl::StrCat(DISTFLOW_BIN_DIR, "/distflow"),
+                                   "server", "--job_name=worker",
+                                   absl::StrCat("--task_index=", task_index),
+                                   "--worker_hosts=" + worker_hosts};
   if (!ps_hosts.empty()) argv.push_back("--ps_hosts=" + ps_hosts);
   return std::make_unique<Subprocess>(argv);
 }
@@ -275,6 +277,60 @@ TEST(MasterRestartTest, MonitoredSessionRestoresWhenTheModelDiedWithTheMaster) {
   EXPECT_LE(after.front(), 47) << out;
   EXPECT_GE(after.back(), 120) << out;
   EXPECT_THAT(out, HasSubstr("worker:0 done (recoveries: 1)"));
+}
+
+// A worker (not the chief) waits for the model; meanwhile its master's task
+// is killed and restarted, so the session it polls the ready op with is lost.
+// It must create its session again, and join once the chief has initialized
+// the model, rather than poll the lost session until max_wait_secs.
+TEST(MasterRestartTest, WaitingWorkerSurvivesARestartOfItsMaster) {
+  const std::string ps_hosts = absl::StrCat("127.0.0.1:", PickFreePort());
+  const int port = PickFreePort();
+  const std::string master_address = absl::StrCat("127.0.0.1:", port);
+  const std::string worker_hosts =
+      absl::StrCat("127.0.0.1:", PickFreePort(), ",", master_address);
+  std::string dir = ::testing::TempDir() + "master_restart_wait_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  auto trainer = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv = {
+        absl::StrCat(DISTFLOW_BIN_DIR, "/recovery_trainer"),
+        "--ps_hosts=" + ps_hosts,
+        "--worker_hosts=" + worker_hosts,
+        "--checkpoint_dir=" + dir,
+        "--last_step=60",
+        "--step_delay_ms=5",
+        "--max_wait_secs=30"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return std::make_unique<Subprocess>(argv);
+  };
+  auto ps = trainer({"--job_name=ps", "--task_index=0"});
+  auto master = StartMasterTask(ps_hosts, worker_hosts, /*task_index=*/1);
+  ASSERT_TRUE(WaitUntilListening(port)) << master->Output();
+  auto waiting = trainer(
+      {"--job_name=worker", "--task_index=1", "--master=" + master_address});
+  auto in_output = [](const Subprocess& task, const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    while (task.Output().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  };
+  ASSERT_TRUE(in_output(*waiting, "waiting for the chief"))
+      << waiting->Output();
+  master->Kill();
+  master = StartMasterTask(ps_hosts, worker_hosts, /*task_index=*/1);
+  ASSERT_TRUE(WaitUntilListening(port)) << master->Output();
+  // Let the waiting worker poll the new master before the model is ready.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  auto chief = trainer({"--job_name=worker", "--task_index=0"});
+  for (Subprocess* task : {waiting.get(), chief.get(), ps.get()}) {
+    auto code = task->Wait(kTimeout);
+    ASSERT_TRUE(code.has_value()) << "a task hung:\n" << task->Output();
+    EXPECT_EQ(*code, 0) << task->Output();
+  }
+  EXPECT_THAT(waiting->Output(), HasSubstr("worker:1 done"));
+  EXPECT_FALSE(GlobalSteps(waiting->Output()).empty()) << waiting->Output();
 }
 
 }  // namespace
