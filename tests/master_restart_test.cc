@@ -128,26 +128,6 @@ TEST(MasterRestartTest, PlainSessionErrorNamesTheMasterAndTheRestart) {
   EXPECT_EQ((*out)[0].scalar<float>(), 3.0f);
 }
 
-// A closed session is not a restart: the error says it was closed.
-TEST(MasterRestartTest, ClosedSessionIsNotCalledARestart) {
-  const int port = PickFreePort();
-  const std::string address = absl::StrCat("127.0.0.1:", port);
-  auto master = StartMasterTask("", address);
-  ASSERT_TRUE(WaitUntilListening(port)) << master->Output();
-  Scope root = Scope::NewRootScope();
-  Output sum = ops::Add(root, ops::Const(root, 1.0f), ops::Const(root, 2.0f));
-  SessionOptions options;
-  options.target = "grpc://" + address;
-  auto session = ClientSession::Create(root, options);
-  ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE((*session)->Run({sum}).ok());
-  ASSERT_TRUE((*session)->Close().ok());
-  auto out = (*session)->Run({sum});
-  ASSERT_FALSE(out.ok());
-  EXPECT_FALSE(absl::IsAborted(out.status())) << out.status();
-  EXPECT_THAT(out.status().message(), ::testing::Not(HasSubstr("restarted")));
-}
-
 // A training client (recovery_trainer --master) whose master's task is killed
 // and restarted between two of its steps.
 class ClientOfRemoteMaster {

@@ -11,9 +11,8 @@ namespace distflow {
 namespace {
 
 constexpr char kSessionLost[] =
-    "its task restarted after the session was "
-    "created, and the session was lost with the "
-    "task's earlier process";
+    "its task restarted after the session was created, and the session was "
+    "lost with the task's earlier process";
 
 std::string NewIncarnation() {
   std::random_device rd;
