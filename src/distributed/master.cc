@@ -2,10 +2,33 @@
 
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 
 namespace distflow {
+namespace {
+
+constexpr char kSessionLost[] =
+    "its task restarted after the session was created, and the session was "
+    "lost with the task's earlier process";
+
+std::string NewIncarnation() {
+  std::random_device rd;
+  const uint64_t high = rd(), low = rd();
+  return absl::StrFormat("%016x", (high << 32) | low);
+}
+
+}  // namespace
+
+bool IsSessionLost(const absl::Status& status) {
+  return absl::IsAborted(status) &&
+         absl::StrContains(status.message(), kSessionLost);
+}
+
+Master::Master(MasterEnv env)
+    : env_(std::move(env)), incarnation_(NewIncarnation()) {}
 
 Master::~Master() {
   absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
@@ -21,9 +44,7 @@ absl::StatusOr<std::string> Master::CreateSession(
   std::string handle;
   {
     absl::MutexLock lock(&mu_);
-    // A random part tells sessions of a restarted master apart.
-    std::random_device rd;
-    handle = absl::StrCat("session_", next_session_++, "_", rd());
+    handle = absl::StrCat("session_", next_session_++, "_", incarnation_);
   }
   auto session = std::make_shared<MasterSession>(&env_, handle);
   DF_RETURN_IF_ERROR(session->Extend(graph));
@@ -37,10 +58,14 @@ absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "the master of task ", env_.task_name, " has no session '", handle,
-        "' (it was closed, or the task restarted): create a new "
-        "session"));
+    if (!absl::EndsWith(handle, absl::StrCat("_", incarnation_))) {
+      return absl::AbortedError(absl::StrCat(
+          "the master of task ", env_.task_name, " has no session '", handle,
+          "': ", kSessionLost, "; create a new session"));
+    }
+    return absl::NotFoundError(absl::StrCat("the master of task ",
+                                            env_.task_name, " has no session '",
+                                            handle, "': it was closed"));
   }
   return it->second;
 }

@@ -20,7 +20,7 @@ namespace distflow {
 // completion threads).
 class Master {
  public:
-  explicit Master(MasterEnv env) : env_(std::move(env)) {}
+  explicit Master(MasterEnv env);
   ~Master();
 
   const MasterEnv& env() const { return env_; }
@@ -37,16 +37,27 @@ class Master {
   absl::Status CloseSession(const std::string& handle);
 
  private:
-  // NOT_FOUND naming the handle if no such session is open.
+  // The open session `handle`. ABORTED (see IsSessionLost) for a handle made
+  // by an earlier process of this task, NOT_FOUND for one closed here.
   absl::StatusOr<std::shared_ptr<MasterSession>> Find(
       const std::string& handle);
 
   const MasterEnv env_;
+  // Random, ends every handle this master makes: a handle that does not end
+  // with it comes from an earlier process of the task.
+  const std::string incarnation_;
   absl::Mutex mu_;
   int64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions_
       ABSL_GUARDED_BY(mu_);
 };
+
+// Whether `status` says that a master no longer has a session because its
+// task restarted since the session was created (the sessions went with the
+// old process). It is ABORTED, the code of failures that a new session
+// outlasts, and is recognized by its message because only the code and the
+// message cross an RPC.
+bool IsSessionLost(const absl::Status& status);
 
 }  // namespace distflow
 

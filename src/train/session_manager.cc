@@ -182,6 +182,13 @@ absl::StatusOr<std::unique_ptr<ClientSession>> CreateReadySession(
       awaited = Unreachable(s);
     }
     DF_RETURN_IF_ERROR(patience.WaitFor(awaited));
+    if (absl::IsAborted(s)) {
+      // A task restarted. If it was the master's, this session died with it
+      // and asking again would fail forever: start afresh (a new session
+      // costs little, whichever task it was).
+      (void)session->Close();
+      DF_ASSIGN_OR_RETURN(session, Connect(scope, options, &patience));
+    }
   }
 }
 

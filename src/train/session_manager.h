@@ -37,7 +37,8 @@ struct ReadySessionOptions {
 // the latest checkpoint of options.checkpoint_dir, or initialized by the init
 // op; elsewhere once the ready op reports nothing missing. The local init op
 // has run. Errors that a wait can outlast (a task UNAVAILABLE, a step
-// ABORTED) are retried and logged until options.max_wait has passed, then
+// ABORTED) are retried and logged until options.max_wait has passed (after
+// ABORTED with a new session: the master's own task may have restarted), then
 // DEADLINE_EXCEEDED names what was still missing; other errors return at once.
 absl::StatusOr<std::unique_ptr<ClientSession>> CreateReadySession(
     const Scope& scope, const Scaffold& scaffold,

@@ -19,7 +19,8 @@
 // max_wait_secs creation fails with DEADLINE_EXCEEDED naming what was missing.
 //
 // Recovery. A step that fails with UNAVAILABLE, ABORTED or CANCELLED (a task
-// died, restarted and lost its state, or shut down during the step) closes
+// died, restarted and lost its state, or shut down during the step; the
+// master's own task restarting, which loses the session itself) closes
 // the session, creates it again as above (so the chief restores the latest
 // checkpoint and the others wait for it), calls every hook's
 // AfterCreateSession and runs the step again. Any other error goes to the

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "distributed/local_master.h"
+#include "distributed/master.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/master_stream_client.h"
@@ -48,8 +49,9 @@ class GrpcSession : public Session {
     proto::ExtendSessionResponse response;
     grpc::ClientContext ctx;
     SetDeadline(&ctx, deadlines_.control_ms);
-    return FromGrpcCallStatus(stub_->ExtendSession(&ctx, request, &response),
-                              "(master)", address_, "ExtendSession");
+    return NameLostSession(
+        FromGrpcCallStatus(stub_->ExtendSession(&ctx, request, &response),
+                           "(master)", address_, "ExtendSession"));
   }
 
   absl::StatusOr<std::vector<Tensor>> Run(
@@ -72,8 +74,10 @@ class GrpcSession : public Session {
       return master->RunStep(request.session_handle(), feeds, fetches, targets);
     }
     // Feeds and fetches of any size, without protobuf copies.
-    return stream_.RunStep(request.session_handle(), feeds, fetches, targets,
-                           deadlines_.step_ms);
+    auto out = stream_.RunStep(request.session_handle(), feeds, fetches,
+                               targets, deadlines_.step_ms);
+    if (!out.ok()) return NameLostSession(out.status());
+    return out;
   }
 
   absl::Status Close() override {
@@ -98,6 +102,17 @@ class GrpcSession : public Session {
   }
 
  private:
+  // The master says only which task lost the session; the user knows the
+  // master by the address they gave, and needs to know what to do.
+  absl::Status NameLostSession(const absl::Status& s) const {
+    if (!IsSessionLost(s)) return s;
+    return absl::AbortedError(absl::StrCat(
+        "the master at ", address_, " (session target ", target_,
+        ") lost this session because its task restarted; create a new "
+        "session (a MonitoredTrainingSession does so by itself and recovers "
+        "the model). The master said: ",
+        s.message()));
+  }
   static void SetDeadline(grpc::ClientContext* ctx, int64_t ms) {
     ctx->set_deadline(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(ms));
