@@ -26,10 +26,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "subprocess.h"
+#include "trainer_output.h"
 
 namespace distflow {
 namespace {
 
+using ::distflow::testing::GlobalSteps;
 using ::distflow::testing::PickFreePort;
 using ::distflow::testing::Subprocess;
 using ::testing::HasSubstr;
@@ -58,20 +60,6 @@ bool WaitUntilListening(int port) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
-}
-
-// The global steps the client printed ("worker:0 global_step=<n>").
-std::vector<int64_t> GlobalSteps(const std::string& output) {
-  std::vector<int64_t> steps;
-  for (absl::string_view line : absl::StrSplit(output, '\n')) {
-    const size_t at = line.find(" global_step=");
-    int64_t step = 0;
-    if (at != absl::string_view::npos &&
-        absl::SimpleAtoi(line.substr(at + 13), &step)) {
-      steps.push_back(step);
-    }
-  }
-  return steps;
 }
 
 // The master's task: a worker task that only serves (its master and worker

@@ -21,10 +21,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "subprocess.h"
+#include "trainer_output.h"
 
 namespace distflow {
 namespace {
 
+using ::distflow::testing::GlobalSteps;
 using ::distflow::testing::PickFreePort;
 using ::distflow::testing::Subprocess;
 using ::testing::HasSubstr;
@@ -32,20 +34,6 @@ using ::testing::Not;
 
 // Generous: the machine running the tests may be loaded.
 constexpr auto kTimeout = std::chrono::seconds(60);
-
-// The global steps a worker printed ("worker:<i> global_step=<n>"), in order.
-std::vector<int64_t> GlobalSteps(const std::string& output) {
-  std::vector<int64_t> steps;
-  for (absl::string_view line : absl::StrSplit(output, '\n')) {
-    const size_t at = line.find(" global_step=");
-    int64_t step = 0;
-    if (at != absl::string_view::npos &&
-        absl::SimpleAtoi(line.substr(at + 13), &step)) {
-      steps.push_back(step);
-    }
-  }
-  return steps;
-}
 
 int64_t LastStep(const Subprocess& task) {
   auto steps = GlobalSteps(task.Output());
