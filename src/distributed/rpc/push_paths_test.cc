@@ -21,6 +21,14 @@
 namespace distflow {
 namespace {
 
+// A session whose master is the task at `target`.
+absl::StatusOr<std::unique_ptr<ClientSession>> SessionOn(
+    const Scope& root, const std::string& target) {
+  SessionOptions options;
+  options.target = target;
+  return ClientSession::Create(root, options);
+}
+
 struct TwoTasks {
   std::unique_ptr<GrpcServer> ps;
   std::unique_ptr<GrpcServer> worker;
@@ -78,11 +86,7 @@ TEST_P(PushPathsTest, LargeTensorsCrossBothWays) {
   // Made on the ps, read on the worker; made on the worker, read on the ps.
   Output to_worker = ends(worker, ops::Range(ps, 0, kElements));
   Output to_ps = ends(ps, ops::Range(worker, 5, kElements + 5));
-  auto session = ClientSession::Create(root, [&] {
-    SessionOptions options;
-    options.target = tasks->worker->target();
-    return options;
-  }());
+  auto session = SessionOn(root, tasks->worker->target());
   ASSERT_TRUE(session.ok()) << session.status();
   for (int step = 0; step < 2; ++step) {
     auto out = (*session)->Run({to_worker, to_ps});
@@ -137,11 +141,7 @@ TEST(PushPathsTest, TensorsAroundHugePageSizesCrossIntact) {
     expected.push_back(Tensor::Vector<int32_t>(to_worker));
     expected.push_back(Tensor::Vector<int32_t>(to_ps));
   }
-  auto session = ClientSession::Create(root, [&] {
-    SessionOptions options;
-    options.target = tasks->worker->target();
-    return options;
-  }());
+  auto session = SessionOn(root, tasks->worker->target());
   ASSERT_TRUE(session.ok()) << session.status();
   for (int step = 0; step < 2; ++step) {
     auto out = (*session)->Run(fetches);
