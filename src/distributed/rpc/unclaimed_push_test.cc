@@ -80,6 +80,20 @@ class UnclaimedPushTest : public ::testing::Test {
                                  cluster_->address("ps", 0), deadlines);
   }
 
+  // Registers RecvPartition on the ps and fills `run` with what a RunGraph
+  // of it names (its handle and the ps's incarnation).
+  absl::Status RegisterRecvPartition(proto::RunGraphRequest* run) {
+    proto::RegisterGraphRequest reg;
+    *reg.mutable_graph() = RecvPartition();
+    proto::RegisterGraphResponse registered;
+    absl::Status s = Wait([&](StatusCallback done) {
+      to_ps_->RegisterGraphAsync(&reg, &registered, std::move(done));
+    });
+    run->set_graph_handle(registered.graph_handle());
+    run->set_incarnation(registered.incarnation());
+    return s;
+  }
+
   // Pushes a 4 MiB tensor to the ps for `step_id`, as the worker's _Send
   // does.
   absl::Status Push(int64_t step_id) {
@@ -119,15 +133,8 @@ TEST_F(UnclaimedPushTest, TensorsOfAStepThatNeverRunsAreDropped) {
 
   // The step's RunGraph, come too late, fails at once naming the step and
   // the sender, instead of waiting for the dropped tensor.
-  proto::RegisterGraphRequest reg;
-  *reg.mutable_graph() = RecvPartition();
-  proto::RegisterGraphResponse registered;
-  ASSERT_TRUE(Wait([&](StatusCallback done) {
-                to_ps_->RegisterGraphAsync(&reg, &registered, std::move(done));
-              }).ok());
   proto::RunGraphRequest run;
-  run.set_graph_handle(registered.graph_handle());
-  run.set_incarnation(registered.incarnation());
+  ASSERT_TRUE(RegisterRecvPartition(&run).ok());
   run.set_step_id(kStep);
   proto::RunGraphResponse response;
   absl::Status late = Wait([&](StatusCallback done) {
@@ -158,15 +165,8 @@ TEST_F(UnclaimedPushTest, TensorsOfAStepThatNeverRunsAreDropped) {
 // its tensor still gets it.
 TEST_F(UnclaimedPushTest, ARunningStepKeepsItsTensors) {
   constexpr int64_t kStep = 777;
-  proto::RegisterGraphRequest reg;
-  *reg.mutable_graph() = RecvPartition();
-  proto::RegisterGraphResponse registered;
-  ASSERT_TRUE(Wait([&](StatusCallback done) {
-                to_ps_->RegisterGraphAsync(&reg, &registered, std::move(done));
-              }).ok());
   proto::RunGraphRequest run;
-  run.set_graph_handle(registered.graph_handle());
-  run.set_incarnation(registered.incarnation());
+  ASSERT_TRUE(RegisterRecvPartition(&run).ok());
   run.set_step_id(kStep);
   proto::RunGraphResponse response;
   absl::Notification ran;
