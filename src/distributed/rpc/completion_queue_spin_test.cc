@@ -36,9 +36,11 @@ TEST(CompletionQueueSpinTest, TakesAnEventThatComesDuringTheSpin) {
   const absl::Time start = absl::Now();
   void* tag = nullptr;
   bool ok = false;
-  // A spin of 10 s: the event must end it, not the budget.
-  ASSERT_TRUE(NextAfterSpinning(&cq, absl::Seconds(10), &tag, &ok));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  // A spin of 60 s: the event must end it, not the budget. (Long, as on a
+  // loaded machine the alarm's delivery may take seconds.)
+  const absl::Duration budget = absl::Seconds(60);
+  ASSERT_TRUE(NextAfterSpinning(&cq, budget, &tag, &ok));
+  EXPECT_LT(absl::Now() - start, budget / 2);
   EXPECT_EQ(tag, kTag);
   EXPECT_TRUE(ok);
   cq.Shutdown();
@@ -59,7 +61,7 @@ TEST(CompletionQueueSpinTest, SleepsAfterTheSpinAndWakesForTheEvent) {
   const absl::Duration waited = absl::Now() - start;
   EXPECT_EQ(tag, kTag);
   EXPECT_GE(waited, wait - absl::Milliseconds(5));
-  EXPECT_LT(waited, wait + absl::Seconds(2));
+  EXPECT_LT(waited, wait + absl::Seconds(10));
   // A thread that spun through the wait would have used most of it (or, on
   // a loaded machine, its share of the cores: still far above this).
   EXPECT_LT(cpu, absl::Milliseconds(20)) << "the waiting thread spun";
@@ -115,7 +117,7 @@ TEST(CompletionQueueSpinTest, AnIdlePollingThreadSleeps) {
   ASSERT_TRUE(fired.WaitForNotificationWithTimeout(absl::Seconds(10)));
   // The poller spins for at most PollerSpin() after the event, then sleeps.
   absl::SleepFor(PollerSpin() + absl::Milliseconds(20));
-  // The control: this thread spins until it has had 100 ms of CPU. A poller
+  // The control: this thread spins until it has had 30 ms of CPU. A poller
   // that spun too would get about as much meanwhile (the same share of the
   // cores, however loaded the machine is); a sleeping one gets next to none.
   // Only the poller's own CPU counts, not that of gRPC's threads.
@@ -125,7 +127,7 @@ TEST(CompletionQueueSpinTest, AnIdlePollingThreadSleeps) {
   absl::Duration control;
   do {
     control = CpuTime(CLOCK_THREAD_CPUTIME_ID) - control_start;
-  } while (control < absl::Milliseconds(100));
+  } while (control < absl::Milliseconds(30));
   const absl::Duration used = CpuTime(poller) - poller_start;
   EXPECT_LT(used, control / 10)
       << "an idle polling thread used the CPU: " << used << " while a "
