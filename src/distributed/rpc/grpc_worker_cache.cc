@@ -26,8 +26,11 @@ bool ServesTask(const std::shared_ptr<grpc::Channel>& channel,
                    std::chrono::milliseconds(kIdentifyTimeoutMs));
   proto::GetStatusRequest request;
   proto::GetStatusResponse response;
-  return stub->GetStatus(&ctx, request, &response).ok() &&
-         response.task() == task;
+  if (!stub->GetStatus(&ctx, request, &response).ok()) return false;
+  auto wanted = DeviceName::Parse(task);
+  auto found = DeviceName::Parse(response.task());
+  return wanted.ok() && found.ok() && wanted->job == found->job &&
+         wanted->task == found->task;
 }
 
 struct TaskChannel {

@@ -113,6 +113,9 @@ TEST(LocalSocketTest, TasksOfOneHostCallEachOtherOnTheUnixSocket) {
   ASSERT_TRUE(count.ok()) << count.status();
   EXPECT_EQ(*count, 10.0f);
   EXPECT_GE(UnixConnections(ps), 1) << "the worker reached the ps over TCP";
+  // The fetched counter was pushed by the ps to the worker's task.
+  EXPECT_GE(UnixConnections((*cluster)->address("worker", 0)), 1)
+      << "the ps reached the worker over TCP";
 }
 
 TEST(LocalSocketTest, TaskWithoutTheSocketIsReachedOverTcp) {
