@@ -1,6 +1,5 @@
 #include "distributed/rpc/grpc_worker_cache.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -9,29 +8,9 @@
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/local_socket.h"
 #include "graph/device_name.h"
-#include "proto/worker.grpc.pb.h"
 
 namespace distflow {
 namespace {
-
-// How long the task on a Unix socket has to say who it is.
-constexpr int kIdentifyTimeoutMs = 2000;
-
-// Whether the server on `channel` says it is `task`.
-bool ServesTask(const std::shared_ptr<grpc::Channel>& channel,
-                const std::string& task) {
-  auto stub = proto::WorkerService::NewStub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(kIdentifyTimeoutMs));
-  proto::GetStatusRequest request;
-  proto::GetStatusResponse response;
-  if (!stub->GetStatus(&ctx, request, &response).ok()) return false;
-  auto wanted = DeviceName::Parse(task);
-  auto found = DeviceName::Parse(response.task());
-  return wanted.ok() && found.ok() && wanted->job == found->job &&
-         wanted->task == found->task;
-}
 
 struct TaskChannel {
   std::shared_ptr<grpc::Channel> channel;
@@ -42,17 +21,14 @@ struct TaskChannel {
 // listens there and says it is `task`; TCP otherwise.
 TaskChannel NewTaskChannel(const std::string& address, const std::string& task,
                            bool local_socket) {
-  if (!local_socket || !IsLocalAddress(address)) {
-    return {NewChannel(address), true};
+  if (!local_socket) return {NewChannel(address), true};
+  if (auto channel = NewLocalSocketChannel(address, task)) {
+    return {std::move(channel), true};
   }
-  if (LocalSocketListening(address)) {
-    auto channel = NewChannel(LocalSocketTarget(address));
-    if (ServesTask(channel, task)) return {std::move(channel), true};
-    return {NewChannel(address), true};
-  }
-  // A task that is up without a Unix socket stays on TCP; one that is not up
-  // yet may still open one.
-  return {NewChannel(address), TcpListening(address)};
+  // A task that is up without a Unix socket (or on another host) stays on
+  // TCP; one of this host that is not up yet may still open one.
+  return {NewChannel(address),
+          !IsLocalAddress(address) || TcpListening(address)};
 }
 
 }  // namespace

@@ -10,17 +10,23 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "distributed/rpc/grpc_util.h"
+#include "graph/device_name.h"
+#include "proto/worker.grpc.pb.h"
 
 namespace distflow {
 namespace {
 
 constexpr char kNamePrefix[] = "distflow/";
+// How long the task on a Unix socket has to say who it is.
+constexpr int kIdentifyTimeoutMs = 2000;
 
 // "host" of "host:port", without the brackets of "[::1]:port".
 std::string HostOf(const std::string& address) {
@@ -80,7 +86,34 @@ bool ConnectWithin1s(int fd, const sockaddr* addr, socklen_t length) {
          connect(fd, addr, length) == 0;
 }
 
+// Whether the server on `channel` answers a status call, as `task` if that
+// is not empty (the same job and index, however the names are spelled).
+bool AnswersAs(const std::shared_ptr<grpc::Channel>& channel,
+               const std::string& task) {
+  auto stub = proto::WorkerService::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(kIdentifyTimeoutMs));
+  proto::GetStatusRequest request;
+  proto::GetStatusResponse response;
+  if (!stub->GetStatus(&ctx, request, &response).ok()) return false;
+  if (task.empty()) return true;
+  auto wanted = DeviceName::Parse(task);
+  auto found = DeviceName::Parse(response.task());
+  return wanted.ok() && found.ok() && wanted->job == found->job &&
+         wanted->task == found->task;
+}
+
 }  // namespace
+
+std::shared_ptr<grpc::Channel> NewLocalSocketChannel(const std::string& address,
+                                                     const std::string& task) {
+  if (!IsLocalAddress(address) || !LocalSocketListening(address)) {
+    return nullptr;
+  }
+  auto channel = NewChannel(LocalSocketTarget(address));
+  return AnswersAs(channel, task) ? channel : nullptr;
+}
 
 bool LocalSocketAllowedByEnv() {
   const char* value = std::getenv("DISTFLOW_LOCAL_SOCKET");

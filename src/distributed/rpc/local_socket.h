@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
 
 namespace distflow {
 
@@ -30,6 +31,13 @@ bool IsLocalAddress(const std::string& address);
 // Whether a process of this network namespace listens on the Unix socket of
 // the task at `address` (a connection to it is made and closed at once).
 bool LocalSocketListening(const std::string& address);
+
+// A channel to the Unix socket of the task at `address`, if the task is on
+// this host, listens there and answers a status call on it within 2 s as
+// `task` (as any task when `task` is empty); null otherwise. Made once per
+// peer: the status call is a round trip.
+std::shared_ptr<grpc::Channel> NewLocalSocketChannel(const std::string& address,
+                                                     const std::string& task);
 
 // Whether something on this host accepts TCP connections at `address`.
 bool TcpListening(const std::string& address);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "distflow/distflow.h"
+#include "distributed/local_master.h"
 #include "distributed/rpc/grpc_worker_cache.h"
 #include "distributed/rpc/test_cluster.h"
 #include "gtest/gtest.h"
@@ -165,6 +166,24 @@ TEST(LocalSocketTest, SocketOfAnotherTaskIsNotUsed) {
   ASSERT_TRUE(ps.ok()) << ps.status();
   ASSERT_EQ(GetStatus(*ps, &task), absl::OkStatus());
   EXPECT_GE(UnixConnections(address), 1);
+}
+
+TEST(LocalSocketTest, SessionReachesItsMasterInAnotherProcessOnTheSocket) {
+  auto cluster = TestCluster::Create({{"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  GrpcServer* server = (*cluster)->server("worker", 0);
+  const std::string address = (*cluster)->address("worker", 0);
+  // As if the master were in another process: the session must call it
+  // over gRPC.
+  UnregisterLocalMaster(server->target());
+  Scope root = Scope::NewRootScope();
+  Output sum = ops::Add(root, Tensor::Scalar<float>(2), 3.0f);
+  auto session = ClientSession::Create(root, Target(server));
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({sum});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 5.0f);
+  EXPECT_GE(UnixConnections(address), 1) << "the session reached it over TCP";
 }
 
 TEST(LocalSocketTest, RestartedTaskIsToldApartOverTheUnixSocket) {
