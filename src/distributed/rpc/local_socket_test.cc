@@ -91,7 +91,16 @@ absl::Status GetStatus(WorkerInterface* worker, std::string* task) {
   return status;
 }
 
-TEST(LocalSocketTest, NamesAndLocalAddresses) {
+class LocalSocketTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!LocalSocketAllowedByEnv()) {
+      GTEST_SKIP() << "DISTFLOW_LOCAL_SOCKET=0 turns the Unix sockets off";
+    }
+  }
+};
+
+TEST_F(LocalSocketTest, NamesAndLocalAddresses) {
   EXPECT_EQ(LocalSocketTarget("127.0.0.1:2222"),
             "unix-abstract:distflow/127.0.0.1:2222");
   EXPECT_TRUE(IsLocalAddress("127.0.0.1:2222"));
@@ -104,7 +113,7 @@ TEST(LocalSocketTest, NamesAndLocalAddresses) {
   EXPECT_FALSE(IsLocalAddress("192.0.2.7:2222"));
 }
 
-TEST(LocalSocketTest, TasksOfOneHostCallEachOtherOnTheUnixSocket) {
+TEST_F(LocalSocketTest, TasksOfOneHostCallEachOtherOnTheUnixSocket) {
   // Started on port 0, as tests do: each task reserves its port first.
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -119,7 +128,7 @@ TEST(LocalSocketTest, TasksOfOneHostCallEachOtherOnTheUnixSocket) {
       << "the ps reached the worker over TCP";
 }
 
-TEST(LocalSocketTest, TaskWithoutTheSocketIsReachedOverTcp) {
+TEST_F(LocalSocketTest, TaskWithoutTheSocketIsReachedOverTcp) {
   ServerOptions no_socket;
   no_socket.local_socket = false;
   const ClusterMap placeholder = {{"ps", {"127.0.0.1:0"}},
@@ -144,7 +153,7 @@ TEST(LocalSocketTest, TaskWithoutTheSocketIsReachedOverTcp) {
   EXPECT_EQ(UnixConnections(ps_address), 0);
 }
 
-TEST(LocalSocketTest, SocketOfAnotherTaskIsNotUsed) {
+TEST_F(LocalSocketTest, SocketOfAnotherTaskIsNotUsed) {
   auto cluster = TestCluster::Create({{"ps", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string address = (*cluster)->address("ps", 0);
@@ -168,7 +177,7 @@ TEST(LocalSocketTest, SocketOfAnotherTaskIsNotUsed) {
   EXPECT_GE(UnixConnections(address), 1);
 }
 
-TEST(LocalSocketTest, SessionReachesItsMasterInAnotherProcessOnTheSocket) {
+TEST_F(LocalSocketTest, SessionReachesItsMasterInAnotherProcessOnTheSocket) {
   auto cluster = TestCluster::Create({{"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   GrpcServer* server = (*cluster)->server("worker", 0);
@@ -186,7 +195,7 @@ TEST(LocalSocketTest, SessionReachesItsMasterInAnotherProcessOnTheSocket) {
   EXPECT_GE(UnixConnections(address), 1) << "the session reached it over TCP";
 }
 
-TEST(LocalSocketTest, RestartedTaskIsToldApartOverTheUnixSocket) {
+TEST_F(LocalSocketTest, RestartedTaskIsToldApartOverTheUnixSocket) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string ps = (*cluster)->address("ps", 0);
