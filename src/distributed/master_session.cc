@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "core/tensor_coding.h"
@@ -97,9 +98,8 @@ MasterSession::Register(std::unique_ptr<Graph> call_graph) {
     registration->partitions.push_back(
         {task, worker, response.graph_handle(), response.incarnation()});
   }
-  // The partition with the feeds and fetches (this task's) goes last: a step
-  // runs it on the master's thread once the remote ones are under way (see
-  // RunPartitions).
+  // The partition with the feeds and fetches (this task's) goes last, once
+  // the remote ones are under way (see RunPartitions).
   std::stable_partition(
       registration->partitions.begin(), registration->partitions.end(),
       [this](const Partition& p) { return p.task != env_->task_name; });
@@ -179,10 +179,21 @@ struct StepCalls {
   std::vector<Call> calls;
   absl::Mutex mu;
   absl::Status first_error ABSL_GUARDED_BY(mu);
+  // Per call: whether its RunGraph has returned OK.
+  std::vector<bool> finished_ok ABSL_GUARDED_BY(mu);
   size_t pending ABSL_GUARDED_BY(mu) = 0;
   size_t aborts_pending ABSL_GUARDED_BY(mu) = 0;
   bool aborting ABSL_GUARDED_BY(mu) = false;
+
+  bool AllDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return pending == 0 && aborts_pending == 0;
+  }
 };
+
+// How long the master waits for a step of several partitions before it
+// checks that the tasks whose partitions have ended are still alive (see
+// MasterSession::ProbeFinishedTasks). A step shorter than this sends no probe.
+constexpr absl::Duration kProbeInterval = absl::Seconds(1);
 
 // Tells every task to abort the step: partitions that wait for tensors from
 // the failed one wake up with `cause`.
@@ -205,7 +216,75 @@ void AbortAll(const std::shared_ptr<StepCalls>& state, int64_t step_id,
   }
 }
 
+// Records a failure of the step; the first one aborts it on every task. A
+// step whose partitions have all answered is over and is left as they say.
+void FailStep(const std::shared_ptr<StepCalls>& state, int64_t step_id,
+              const absl::Status& s) {
+  bool start_abort = false;
+  {
+    absl::MutexLock lock(&state->mu);
+    if (state->pending == 0) return;
+    if (state->first_error.ok()) state->first_error = s;
+    if (!state->aborting) {
+      state->aborting = true;
+      start_abort = true;
+      state->aborts_pending = state->calls.size();
+    }
+  }
+  if (start_abort) AbortAll(state, step_id, s);
+}
+
 }  // namespace
+
+absl::Status MasterSession::ProbeFinishedTasks(
+    const Registration& registration, const std::vector<size_t>& finished,
+    int64_t step_id) {
+  struct Probe {
+    proto::GetStatusRequest request;
+    proto::GetStatusResponse response;
+    absl::Status status;
+  };
+  // Shared with the callbacks; every call has the control deadline, so the
+  // wait below is bounded.
+  struct Probes {
+    explicit Probes(size_t n) : probes(n), left(static_cast<int>(n)) {}
+    std::vector<Probe> probes;
+    absl::BlockingCounter left;
+  };
+  auto probes = std::make_shared<Probes>(finished.size());
+  for (size_t k = 0; k < finished.size(); ++k) {
+    Probe& probe = probes->probes[k];
+    registration.partitions[finished[k]].worker->GetStatusAsync(
+        &probe.request, &probe.response,
+        [probes, &probe](const absl::Status& s) {
+          probe.status = s;
+          probes->left.DecrementCount();
+        });
+  }
+  probes->left.Wait();
+  for (size_t k = 0; k < finished.size(); ++k) {
+    const Partition& p = registration.partitions[finished[k]];
+    const Probe& probe = probes->probes[k];
+    const std::string where = absl::StrCat(
+        "task ", p.task, " at ", env_->worker_cache->AddressOf(p.task));
+    if (!probe.status.ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          where, " died after its part of step ", step_id,
+          " had ended, while other tasks were still running theirs: ",
+          probe.status.message(), ". Restart the task and run the step again"));
+    }
+    if (probe.response.incarnation() != p.incarnation) {
+      // The message matches NeedsReregistration: the next step registers
+      // the graphs with the new incarnation.
+      return absl::AbortedError(absl::StrCat(
+          where, " restarted after its part of step ", step_id,
+          " had ended (incarnation ", probe.response.incarnation(),
+          ", registered with ", p.incarnation,
+          "); its graphs must be registered again, which the next step does"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status MasterSession::RunPartitions(const Registration& registration,
                                           const std::vector<Tensor>& args,
@@ -218,6 +297,7 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
   {
     absl::MutexLock lock(&state->mu);
     state->pending = n;
+    state->finished_ok.assign(n, false);
   }
   for (size_t i = 0; i < n; ++i) {
     const Partition& p = registration.partitions[i];
@@ -229,40 +309,50 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
     call.request.set_num_fetches(num_fetches);
     if (p.task == env_->task_name) call.feeds = args;
   }
-  auto partition_done = [state, step_id, n](const absl::Status& s) {
-    bool start_abort = false;
-    {
+  auto partition_done = [state, step_id](size_t i) {
+    return [state, step_id, i](const absl::Status& s) {
+      if (!s.ok()) FailStep(state, step_id, s);
       absl::MutexLock lock(&state->mu);
-      if (!s.ok() && state->first_error.ok()) state->first_error = s;
-      if (!s.ok() && !state->aborting) {
-        state->aborting = true;
-        start_abort = true;
-        state->aborts_pending = n;
-      }
+      if (s.ok()) state->finished_ok[i] = true;
       --state->pending;
-    }
-    if (start_abort) AbortAll(state, step_id, s);
+    };
   };
-  // This thread would only wait for the step, so it runs the last partition
-  // itself (this task's if it has one, else a remote call whose reply it
-  // reads): a thread wake-up less per step, a large share of a small step.
-  for (size_t i = 0; i + 1 < n; ++i) {
-    StepCalls::Call& call = state->calls[i];
-    call.worker->RunGraphWithTensorsAsync(&call.request, std::move(call.feeds),
-                                          &call.fetches, partition_done);
-  }
-  if (n > 0) {
-    StepCalls::Call& call = state->calls[n - 1];
-    partition_done(call.worker->RunGraphWithTensors(
+  if (n == 1) {
+    // One task cannot wait on another, so this thread, which would only
+    // wait, runs the call itself: a thread wake-up less per step, a large
+    // share of a small step.
+    StepCalls::Call& call = state->calls[0];
+    partition_done(0)(call.worker->RunGraphWithTensors(
         &call.request, std::move(call.feeds), &call.fetches));
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      StepCalls::Call& call = state->calls[i];
+      call.worker->RunGraphWithTensorsAsync(&call.request,
+                                            std::move(call.feeds),
+                                            &call.fetches, partition_done(i));
+    }
   }
   absl::Status first_error;
   {
     absl::MutexLock lock(&state->mu);
-    auto all_done = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) {
-      return state->pending == 0 && state->aborts_pending == 0;
-    };
-    state->mu.Await(absl::Condition(&all_done));
+    const absl::Condition all_done(state.get(), &StepCalls::AllDone);
+    // A task whose partition has ended may die before the tensors it pushed
+    // reach their receivers (a push does not wait for the receiver), and
+    // then nobody would abort the step: the dead task cannot, and its
+    // RunGraph already answered OK. So while the step runs on, this thread
+    // checks now and then that those tasks are alive and not restarted.
+    while (!state->mu.AwaitWithTimeout(all_done, kProbeInterval)) {
+      if (state->aborting) continue;  // Failing already; wait for the rest.
+      std::vector<size_t> finished;
+      for (size_t i = 0; i < n; ++i) {
+        if (state->finished_ok[i]) finished.push_back(i);
+      }
+      if (finished.empty()) continue;
+      state->mu.Unlock();
+      absl::Status alive = ProbeFinishedTasks(registration, finished, step_id);
+      if (!alive.ok()) FailStep(state, step_id, alive);
+      state->mu.Lock();
+    }
     first_error = state->first_error;
   }
   if (!first_error.ok()) return first_error;

@@ -1,0 +1,146 @@
+// A task whose part of a step has ended dies (or restarts) while another
+// task's part still runs: nobody else would abort the step, so the master
+// must notice and fail it within seconds, naming the task, and abort the
+// step on the tasks still running it. Real gRPC servers on 127.0.0.1.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "distflow/distflow.h"
+#include "distributed/rpc/test_cluster.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace distflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The master probes once a second; a few seconds is ample, and far below
+// the step deadline (an hour) that the step would otherwise wait for.
+constexpr auto kBound = std::chrono::seconds(8);
+
+// A step with a part on the ps that ends at once (a no-op) and a part on the
+// worker that waits on a queue nothing fills, so the step runs on after the
+// ps's part has ended.
+struct BlockedStep {
+  explicit BlockedStep(Scope root)
+      : ps_done(ops::NoOp(root.WithDevice("/job:ps/task:0").WithOpName("ps"))),
+        queue(ops::FIFOQueue(
+            root.WithDevice("/job:worker/task:0").WithOpName("queue"),
+            DataType::kFloat, PartialTensorShape({}))),
+        take(ops::QueueDequeue(
+            root.WithDevice("/job:worker/task:0").WithOpName("take"), queue)),
+        put(ops::QueueEnqueue(
+            root.WithDevice("/job:worker/task:0").WithOpName("put"), queue,
+            ops::Const(root.WithDevice("/job:worker/task:0"), 7.0f))),
+        size(ops::QueueSize(
+            root.WithDevice("/job:worker/task:0").WithOpName("size"), queue)) {}
+  Operation ps_done;
+  Output queue;
+  Output take;
+  Operation put;
+  Output size;
+};
+
+SessionOptions Target(GrpcServer* server) {
+  SessionOptions options;
+  options.target = server->target();
+  return options;
+}
+
+// Runs `step` on another thread and calls `stop` once the step is under
+// way (its ps part, a no-op, has ended). Returns the step's status and how
+// long it took. A step still running after kBound is a failure; the worker
+// is then killed, which ends it, so that the test fails rather than hangs.
+absl::Status RunWhile(TestCluster* cluster, ClientSession* session,
+                      const BlockedStep& step,
+                      const std::function<void()>& stop,
+                      std::chrono::steady_clock::duration* elapsed) {
+  absl::Status status;
+  absl::Notification done;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread runner([&] {
+    status = session->Run({}, {step.take}, {step.ps_done}).status();
+    done.Notify();
+  });
+  // Long enough for the ps's part to end, short of the master's first probe.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop();
+  if (!done.WaitForNotificationWithTimeout(absl::FromChrono(kBound))) {
+    ADD_FAILURE() << "the step still runs " << kBound.count()
+                  << " s after the ps went away";
+    cluster->Kill("worker", 0);
+  }
+  runner.join();
+  *elapsed = std::chrono::steady_clock::now() - start;
+  return status;
+}
+
+TEST(StepWatchTest, PsDyingAfterItsPartEndedFailsTheStepNamingIt) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  BlockedStep step(root);
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::string ps_address = (*cluster)->address("ps", 0);
+
+  std::chrono::steady_clock::duration elapsed;
+  absl::Status s = RunWhile(
+      cluster->get(), session->get(), step, [&] { (*cluster)->Kill("ps", 0); },
+      &elapsed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr(ps_address));
+  EXPECT_THAT(s.message(), HasSubstr("died after its part of step"));
+  EXPECT_LT(elapsed, kBound);
+
+  // The worker's part was aborted, not left waiting: an element queued now
+  // stays in the queue for the next dequeue, made by a step of the worker
+  // alone.
+  ASSERT_EQ((*session)->RunTargets({step.put}), absl::OkStatus());
+  auto size = (*session)->Run({step.size});
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ((*size)[0].scalar<int32_t>(), 1);
+  auto out = (*session)->Run({step.take});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 7.0f);
+}
+
+TEST(StepWatchTest, PsRestartedAfterItsPartEndedFailsTheStepNamingIt) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  BlockedStep step(root);
+  auto session =
+      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::string ps_address = (*cluster)->address("ps", 0);
+
+  std::chrono::steady_clock::duration elapsed;
+  absl::Status s = RunWhile(
+      cluster->get(), session->get(), step,
+      [&] { ASSERT_EQ((*cluster)->Restart("ps", 0), absl::OkStatus()); },
+      &elapsed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr(ps_address));
+  EXPECT_THAT(s.message(), HasSubstr("restarted after its part of step"));
+  EXPECT_LT(elapsed, kBound);
+
+  // The next step registers with the restarted ps and runs: an element
+  // queued first is there for its dequeue.
+  ASSERT_EQ((*session)->RunTargets({step.put}), absl::OkStatus());
+  auto out = (*session)->Run({}, {step.take}, {step.ps_done});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 7.0f);
+}
+
+}  // namespace
+}  // namespace distflow
