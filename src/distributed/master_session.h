@@ -48,8 +48,10 @@ class MasterSession {
   // Runs one step on every task the call needs. The first call of a
   // signature (feeds, fetches, targets) places and partitions the graph and
   // registers each partition with its task's worker; later calls reuse the
-  // registration. If a partition fails, the step is aborted on every task and
-  // the first error returned (UNAVAILABLE naming the address of a dead task).
+  // registration. If a partition fails, or a task whose partition has ended
+  // dies or restarts while others still run (checked once a second), the
+  // step is aborted on every task and the first error returned (UNAVAILABLE
+  // naming the address of a dead task, ABORTED naming a restarted one).
   absl::StatusOr<std::vector<Tensor>> Run(
       const std::vector<std::pair<std::string, Tensor>>& feeds,
       const std::vector<std::string>& fetches,
