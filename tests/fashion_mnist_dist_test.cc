@@ -353,16 +353,24 @@ std::unique_ptr<Subprocess> RestartPs(std::unique_ptr<Subprocess> ps,
 }
 
 // Waits for every task in `tasks` to exit with status 0 within `timeout` in
-// all.
+// all; a failure shows every task's output.
 void ExpectEveryTaskExitsCleanly(const std::vector<Subprocess*>& tasks,
                                  std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (Subprocess* task : tasks) {
+  auto outputs = [&] {
+    std::string all;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      absl::StrAppend(&all, "--- task ", i, ":\n", tasks[i]->Output());
+    }
+    return all;
+  };
+  for (size_t i = 0; i < tasks.size(); ++i) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    auto code = task->Wait(std::max(left, std::chrono::milliseconds(0)));
-    ASSERT_TRUE(code.has_value()) << "a task did not exit: " << task->Output();
-    EXPECT_EQ(*code, 0) << task->Output();
+    auto code = tasks[i]->Wait(std::max(left, std::chrono::milliseconds(0)));
+    ASSERT_TRUE(code.has_value()) << "task " << i << " did not exit in time\n"
+                                  << outputs();
+    EXPECT_EQ(*code, 0) << "task " << i << " failed\n" << outputs();
   }
 }
 
