@@ -414,15 +414,18 @@ TEST(FashionMnistDistributedTest, PsRestartWhileTheChiefValidates) {
 // Worker 1 trains to the last step and reports done while the chief is
 // stopped (SIGSTOP) in the middle of training; then the ps restarts, losing
 // that report with every variable, and the chief goes on: it restores the
-// latest checkpoint and trains the steps left. Worker 1 must report again
+// latest checkpoint (or initializes the model if it saved none yet) and
+// trains the steps left. Worker 1 must report again
 // on the restarted ps, so that the chief ends the job at once instead of
 // waiting its full minute for a report that will not come, and every task
 // exits with status 0.
 TEST(FashionMnistDistributedTest, DoneReportSurvivesAPsRestart) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "fashion_mnist_ps_done_", getpid());
-  const std::vector<std::string> flags = {"--checkpoint_dir=" + dir,
-                                          "--save_checkpoint_steps=50"};
+  // The chief logs its progress every 5 of its steps: it may take few of
+  // them before it is stopped.
+  const std::vector<std::string> flags = {
+      "--checkpoint_dir=" + dir, "--save_checkpoint_steps=50", "--log_every=5"};
   const std::string ps_hosts = Address();
   const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
   auto ps = StartTask("ps", 0, ps_hosts, worker_hosts);
@@ -441,8 +444,9 @@ TEST(FashionMnistDistributedTest, DoneReportSurvivesAPsRestart) {
   ExpectEveryTaskExitsCleanly({chief.get(), worker1.get(), ps.get()},
                               std::chrono::seconds(45));
   const std::string out = chief->Output();
-  EXPECT_THAT(out, HasSubstr("restored checkpoint")) << out;
   EXPECT_THAT(out, ::testing::Not(HasSubstr("ending the job anyway"))) << out;
+  EXPECT_THAT(worker1->Output(), HasSubstr("reported done again"))
+      << worker1->Output();
   EXPECT_GE(ValueOf(out, "stopped at global_step"), kTrainSteps) << out;
   EXPECT_GT(ValueOf(out, "test_accuracy"), 0.5) << out;
   std::filesystem::remove_all(dir);
