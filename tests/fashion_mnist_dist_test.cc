@@ -345,6 +345,13 @@ TEST(FashionMnistDistributedTest, ChiefKilledWhileTrainingRestartsAndEndsJob) {
 
 // The ps task is killed (SIGKILL) and started again on its address, as a
 // cluster manager restarts a task; returns the new process.
+//
+// A hazard of the runtime (docs/benchmarks.md, 2026-11-22), not of what
+// these tests check: a ps killed just after its part of a step, while a
+// tensor it pushes to a worker is not yet sent, leaves that worker's step
+// waiting for the tensor until the step deadline (an hour). Workers stopped
+// (SIGSTOP) across the kill make it likelier (their pushes stall), so the
+// tests below kill the ps while every worker runs.
 std::unique_ptr<Subprocess> RestartPs(std::unique_ptr<Subprocess> ps,
                                       const std::string& ps_hosts,
                                       const std::string& worker_hosts) {
@@ -411,35 +418,30 @@ TEST(FashionMnistDistributedTest, PsRestartWhileTheChiefValidates) {
   std::filesystem::remove_all(dir);
 }
 
-// Worker 1 trains to the last step and reports done while the chief is
-// stopped (SIGSTOP) in the middle of training; then the ps restarts, losing
-// that report with every variable, and the chief goes on: it restores the
-// latest checkpoint (or initializes the model if it saved none yet) and
-// trains the steps left. Worker 1 must report again
-// on the restarted ps, so that the chief ends the job at once instead of
-// waiting its full minute for a report that will not come, and every task
-// exits with status 0.
+// Worker 1 stops early (its own --train_steps=100) and reports done while
+// the chief trains on to step 300; then the ps restarts, losing that report
+// with every variable, and the chief goes on: it restores the latest
+// checkpoint (or initializes the model if it saved none yet) and trains the
+// steps left. Worker 1 must report again on the restarted ps, so that the
+// chief ends the job at once instead of waiting its full minute for a report
+// that will not come, and every task exits with status 0.
 TEST(FashionMnistDistributedTest, DoneReportSurvivesAPsRestart) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "fashion_mnist_ps_done_", getpid());
-  // The chief logs its progress every 5 of its steps: it may take few of
-  // them before it is stopped.
-  const std::vector<std::string> flags = {
-      "--checkpoint_dir=" + dir, "--save_checkpoint_steps=50", "--log_every=5"};
+  const std::vector<std::string> flags = {"--checkpoint_dir=" + dir,
+                                          "--save_checkpoint_steps=50"};
   const std::string ps_hosts = Address();
   const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
   auto ps = StartTask("ps", 0, ps_hosts, worker_hosts);
   auto chief = StartTask("worker", 0, ps_hosts, worker_hosts, flags);
-  auto worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, flags);
-  ASSERT_TRUE(WaitForOutput(chief.get(), "progress step=", kTimeout))
-      << chief->Output();
-  chief->Pause();
+  std::vector<std::string> worker1_flags = flags;
+  worker1_flags.push_back("--train_steps=100");
+  auto worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, worker1_flags);
   ASSERT_TRUE(WaitForOutput(worker1.get(), "reported done", kTimeout))
       << worker1->Output();
-  EXPECT_GE(ValueOf(worker1->Output(), "stopped at global_step"), kTrainSteps)
-      << worker1->Output();
+  ASSERT_FALSE(chief->Wait(std::chrono::milliseconds(0)).has_value())
+      << "the chief finished before the ps restart: " << chief->Output();
   ps = RestartPs(std::move(ps), ps_hosts, worker_hosts);
-  chief->Resume();
   // Well under the minute the chief gives a worker that never reports.
   ExpectEveryTaskExitsCleanly({chief.get(), worker1.get(), ps.get()},
                               std::chrono::seconds(45));
