@@ -28,6 +28,7 @@
 #include "distflow/distflow.h"
 #include "distributed/rpc/grpc_server.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/local_socket.h"
 #include "nlohmann/json.hpp"
 #include "proto/worker.grpc.pb.h"
 
@@ -61,10 +62,14 @@ absl::Status RunWithRetry(df::ClientSession* session, df::Operation op) {
 }
 
 // A blocking GetStatus call to the worker service at `address` (the kind of
-// call the master's thread makes for the tiny step's RunGraph).
+// call the master's thread makes for the tiny step's RunGraph), on the
+// task's Unix socket where it has one, as tasks call each other.
 std::function<absl::Status()> BareCall(const std::string& address) {
+  const bool unix_socket =
+      df::LocalSocketAllowedByEnv() && df::LocalSocketListening(address);
   std::shared_ptr<df::proto::WorkerService::Stub> stub =
-      df::proto::WorkerService::NewStub(df::NewChannel(address));
+      df::proto::WorkerService::NewStub(df::NewChannel(
+          unix_socket ? df::LocalSocketTarget(address) : address));
   return [stub, address]() {
     df::proto::GetStatusRequest request;
     df::proto::GetStatusResponse response;

@@ -114,7 +114,8 @@ TEST(SeedProgramsTest, KilledPsGivesTheWorkerUnavailableNamingItsAddress) {
   ASSERT_THAT(worker0->Output(), HasSubstr("[[20]]"));
   ps0->Kill();
   auto code = worker0->Wait(std::chrono::seconds(20));
-  ASSERT_TRUE(code.has_value()) << "worker hung after the ps died";
+  ASSERT_TRUE(code.has_value())
+      << "worker hung after the ps died: " << worker0->Output();
   EXPECT_EQ(*code, 1);
   EXPECT_THAT(worker0->Output(), HasSubstr("UNAVAILABLE"));
   EXPECT_THAT(worker0->Output(), HasSubstr(ps));
@@ -135,7 +136,8 @@ TEST(SeedProgramsTest, HungPsGivesTheWorkerUnavailableWithinSeconds) {
   auto code = worker0->Wait(std::chrono::seconds(30));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ps0->Resume();
-  ASSERT_TRUE(code.has_value()) << "worker hung after the ps hung";
+  ASSERT_TRUE(code.has_value())
+      << "worker hung after the ps hung: " << worker0->Output();
   EXPECT_EQ(*code, 1);
   EXPECT_THAT(worker0->Output(), HasSubstr("UNAVAILABLE"));
   EXPECT_THAT(worker0->Output(), HasSubstr(ps));

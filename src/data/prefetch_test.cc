@@ -36,10 +36,11 @@ Dataset Counted(const Dataset& ds,
   });
 }
 
-// Polls `done` for up to two seconds.
+// Polls `done` for up to ten seconds (a bound for a failure only: a loaded
+// machine may keep the producer waiting for a core that long).
 bool Eventually(const std::function<bool()>& done) {
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -390,9 +390,14 @@ TEST(EveryTimerTest, StepsAndSeconds) {
   ASSERT_TRUE(since.has_value());
   EXPECT_EQ(since->first, 11);
 
+  // An hour is not up at the next step; 50 ms are after a sleep of 60 ms.
+  // (A short period for both would fail whenever the test is descheduled
+  // for longer than that between Fire and Due.)
+  EveryTimer hourly(Every::Secs(3600));
+  hourly.Fire(1);
+  EXPECT_FALSE(hourly.Due(2));
   EveryTimer secs(Every::Secs(0.05));
   secs.Fire(1);
-  EXPECT_FALSE(secs.Due(2));
   absl::SleepFor(absl::Milliseconds(60));
   EXPECT_TRUE(secs.Due(2));
   secs.Reset();

@@ -238,8 +238,13 @@ TEST(MonitoredSessionClusterTest, WorkerKeepsTrainingWhileTheChiefRestarts) {
   });
   (*cluster)->Kill("worker", 0);
   chief->reset();  // its process is gone
+  // The worker's next step completes without the chief (within 10 s: a
+  // bound for a failure only, as steps are slow on a loaded machine).
   const int before = worker_steps;
-  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (worker_steps <= before && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
   EXPECT_GT(worker_steps, before) << "the worker is stuck without its chief";
 
   ASSERT_TRUE((*cluster)->Restart("worker", 0).ok());

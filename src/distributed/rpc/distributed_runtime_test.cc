@@ -3,9 +3,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "base/thread_pool.h"
 #include "distflow/distflow.h"
 #include "distflow/server.h"
@@ -364,6 +366,22 @@ TEST(DistributedRuntimeTest, DestroyingARemoteWorkerEndsItsPushesFirst) {
 constexpr char kPsDevice[] = "/job:ps/replica:0/task:0/device:CPU:0";
 constexpr char kWorkerDevice[] = "/job:worker/replica:0/task:0/device:CPU:0";
 
+// Polls `holds` until it is true, for at most 10 s: a bound for a failure
+// only, as the events waited for may be slow on a loaded machine.
+bool Eventually(const std::function<bool()>& holds) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!holds()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+// Whether `server`'s worker has a step under way (its RunGraph has arrived).
+bool RunsAStep(GrpcServer* server) {
+  return !server->worker()->IdleFor(absl::ZeroDuration());
+}
+
 // Registers on the ps a graph that waits for a tensor from the worker that is
 // never sent, and returns its handle.
 std::string RegisterGraphThatWaits(GrpcServer* ps) {
@@ -414,27 +432,30 @@ TEST(DistributedRuntimeTest, CancelledRunGraphAbortsTheStepOnTheTask) {
     run_status = s;
     finished.Notify();
   });
-  // The step waits for "never_sent"; then its caller goes away.
-  ASSERT_FALSE(finished.WaitForNotificationWithTimeout(absl::Milliseconds(300)))
+  // The step waits on the ps for "never_sent"; then its caller goes away.
+  // (Cancelled before it reached the ps, the call would leave nothing there
+  // to abort.)
+  ASSERT_TRUE(Eventually([ps] { return RunsAStep(ps); }))
+      << "RunGraph of step " << kStep << " did not reach the ps";
+  ASSERT_FALSE(finished.HasBeenNotified())
       << run_status.error_code() << " " << run_status.error_message();
   ctx.TryCancel();
   ASSERT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(run_status.error_code(), grpc::StatusCode::CANCELLED);
-  // The ps has aborted the step: a late tensor for it is refused. (Not the
-  // tensor the step waits for, which would end the step by itself.)
+  // The ps aborts the step (the caller's side of the call ends first):
+  // the step goes, and a late tensor for it is refused. (Not the tensor the
+  // step waits for, which would end the step by itself.)
+  ASSERT_TRUE(Eventually([ps] { return !RunsAStep(ps); }))
+      << "the ps still runs step " << kStep << " after its caller went away";
   absl::Status late;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    absl::Notification pushed;
-    ps->worker()->PushTensorAsync(
-        kStep, MakeRendezvousKey(worker_device, ps_device, "unrelated:0"),
-        Tensor::Scalar<float>(1), [&](const absl::Status& s) {
-          late = s;
-          pushed.Notify();
-        });
-    pushed.WaitForNotification();
-    if (absl::IsAborted(late)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  absl::Notification pushed;
+  ps->worker()->PushTensorAsync(
+      kStep, MakeRendezvousKey(worker_device, ps_device, "unrelated:0"),
+      Tensor::Scalar<float>(1), [&](const absl::Status& s) {
+        late = s;
+        pushed.Notify();
+      });
+  ASSERT_TRUE(pushed.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_TRUE(absl::IsAborted(late)) << late;
 }
 
@@ -458,8 +479,10 @@ TEST(DistributedRuntimeTest, PsStoppedMidStepIsAnErrorNamingIt) {
     status = s;
     finished.Notify();
   });
-  EXPECT_FALSE(
-      finished.WaitForNotificationWithTimeout(absl::Milliseconds(300)));
+  GrpcServer* ps = (*cluster)->server("ps", 0);
+  ASSERT_TRUE(Eventually([ps] { return RunsAStep(ps); }))
+      << "RunGraph did not reach the ps";
+  EXPECT_FALSE(finished.HasBeenNotified()) << status;
   (*cluster)->Kill("ps", 0);
   ASSERT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;

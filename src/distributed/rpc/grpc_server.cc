@@ -13,6 +13,7 @@
 #include "distributed/rpc/grpc_master_stream_service.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/grpc_worker_service.h"
+#include "distributed/rpc/local_socket.h"
 #include "distributed/rpc/same_host.h"
 #include "proto/worker.grpc.pb.h"
 
@@ -105,12 +106,29 @@ absl::Status GrpcServer::Start() {
   }
   // Listen on every interface unless the cluster names a loopback address
   // (tests stay off the network).
-  const std::string listen =
-      absl::StrCat(IsLoopback(host_) ? host_ : "0.0.0.0", ":", port_);
+  const std::string listen_host = IsLoopback(host_) ? host_ : "0.0.0.0";
+  // Tasks of this host reach this one over a Unix socket named after its
+  // address, which needs the port before listening: a task started on port
+  // 0 reserves one first (on a host name it cannot, and goes without).
+  const bool local_socket = options_.local_socket && LocalSocketAllowedByEnv();
+  std::unique_ptr<PortReservation> reservation;
+  if (local_socket && port_ == 0) {
+    auto reserved = PortReservation::Create(listen_host);
+    if (reserved.ok()) {
+      reservation = *std::move(reserved);
+      port_ = reservation->port();
+    }
+  }
+  const std::string listen = absl::StrCat(listen_host, ":", port_);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
   int bound = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  std::string socket;
+  if (local_socket && port_ != 0) {
+    socket = LocalSocketTarget(absl::StrCat(host_, ":", port_));
+    builder.AddListeningPort(socket, grpc::InsecureServerCredentials());
+  }
   // One queue for the calls this task serves and those it makes.
   cq_ = builder.AddCompletionQueue();
   rpc_threads_ =
@@ -124,7 +142,8 @@ absl::Status GrpcServer::Start() {
   const bool same_host =
       options_.same_host_transport && SameHostTransportAllowedByEnv();
   worker_cache_ = std::make_unique<GrpcWorkerCache>(
-      cluster(), task_name_, nullptr, deadlines, same_host, rpc_threads_.get());
+      cluster(), task_name_, nullptr, deadlines, same_host, rpc_threads_.get(),
+      local_socket);
   WorkerEnv worker_env;
   worker_env.task_name = task_name_;
   worker_env.worker_cache = worker_cache_.get();
@@ -167,13 +186,18 @@ absl::Status GrpcServer::Start() {
   builder.RegisterService(master_service_->service());
   builder.RegisterService(master_stream_service_->service());
   server_ = builder.BuildAndStart();
+  reservation.reset();
   if (server_ == nullptr || bound == 0) {
     server_.reset();
     rpc_threads_->Shutdown();
     return absl::UnavailableError(absl::StrCat(
         "task ", task_name_, " cannot listen on ", listen,
+        socket.empty() ? "" : absl::StrCat(" and ", socket),
         ": the port is in use or the address is not this machine's; stop "
-        "the process that holds it or choose another port"));
+        "the process that holds it or choose another port",
+        socket.empty() ? ""
+                       : " (ServerOptions::local_socket = false leaves the "
+                         "Unix socket out)"));
   }
   worker_service_->Start(cq_.get(), rpc_threads_.get());
   master_service_->Start(cq_.get(), rpc_threads_.get());

@@ -15,6 +15,7 @@
 #include "distributed/master.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/local_socket.h"
 #include "distributed/rpc/master_stream_client.h"
 #include "proto/master.grpc.pb.h"
 #include "runtime/session_factory.h"
@@ -24,10 +25,23 @@ namespace {
 
 constexpr char kScheme[] = "grpc://";
 
+// The channel to the master of `target`: its task's Unix socket when that
+// task is another process of this host with one, TCP otherwise. (A master in
+// this process is called directly; its channel stays unused.)
+std::shared_ptr<grpc::Channel> ChannelToMaster(const std::string& target) {
+  const std::string address = target.substr(sizeof(kScheme) - 1);
+  if (FindLocalMaster(target) == nullptr && LocalSocketAllowedByEnv()) {
+    if (auto channel = NewLocalSocketChannel(address, /*task=*/"")) {
+      return channel;
+    }
+  }
+  return NewChannel(address);
+}
+
 class GrpcSession : public Session {
  public:
   explicit GrpcSession(const std::string& target)
-      : GrpcSession(target, NewChannel(target.substr(sizeof(kScheme) - 1))) {}
+      : GrpcSession(target, ChannelToMaster(target)) {}
   GrpcSession(const std::string& target, std::shared_ptr<grpc::Channel> channel)
       : target_(target),
         address_(target.substr(sizeof(kScheme) - 1)),

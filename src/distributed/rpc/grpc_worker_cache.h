@@ -26,11 +26,15 @@ class GrpcWorkerCache : public WorkerCacheInterface {
  public:
   // `local_worker` (not owned, may be null) serves `local_task`. Remote
   // workers offer the same-host path if `same_host` is set, and complete
-  // their calls on `threads` (not owned; see NewGrpcRemoteWorker).
+  // their calls on `threads` (not owned; see NewGrpcRemoteWorker). With
+  // `local_socket`, a task of this host that listens on its Unix socket
+  // (local_socket.h) and answers there with its own task name is reached on
+  // it; every other task over TCP. Errors name the TCP address either way.
   GrpcWorkerCache(ClusterMap cluster, std::string local_task,
                   WorkerInterface* local_worker, RpcDeadlines deadlines = {},
                   bool same_host = true,
-                  CompletionQueueThreads* threads = nullptr);
+                  CompletionQueueThreads* threads = nullptr,
+                  bool local_socket = false);
 
   absl::StatusOr<WorkerInterface*> GetWorker(const std::string& task) override;
   std::string AddressOf(const std::string& task) override;
@@ -48,11 +52,17 @@ class GrpcWorkerCache : public WorkerCacheInterface {
   const RpcDeadlines deadlines_;
   const bool same_host_;
   CompletionQueueThreads* const threads_;
+  const bool local_socket_;
   absl::Mutex mu_;
   ClusterMap cluster_ ABSL_GUARDED_BY(mu_);
+  struct Remote {
+    std::unique_ptr<WorkerInterface> worker;
+    // False while the task is not up yet, so that it is not known whether it
+    // has a Unix socket: the next GetWorker looks again.
+    bool settled = true;
+  };
   // Workers stay alive as long as the cache: callers hold raw pointers.
-  absl::flat_hash_map<std::string, std::unique_ptr<WorkerInterface>> workers_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Remote> workers_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerInterface>> retired_ ABSL_GUARDED_BY(mu_);
 };
 

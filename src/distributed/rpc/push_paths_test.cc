@@ -168,8 +168,9 @@ class WatchedBuffer : public TensorBuffer {
   std::atomic<bool>* const freed_;
 };
 
+// Polls `flag` for up to 30 s (a bound for a failure only).
 bool BecomesTrue(const std::atomic<bool>& flag) {
-  for (int i = 0; i < 500 && !flag; ++i) {
+  for (int i = 0; i < 3000 && !flag; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return flag;

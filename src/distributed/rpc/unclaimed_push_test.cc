@@ -175,6 +175,16 @@ TEST_F(UnclaimedPushTest, ARunningStepKeepsItsTensors) {
     status = s;
     ran.Notify();
   });
+  // The RunGraph reaches the ps (its step is under way there), and then the
+  // step waits longer than the timeout for its tensor.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ps_->IdleFor(absl::ZeroDuration()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(ps_->IdleFor(absl::ZeroDuration()))
+      << "RunGraph of step " << kStep << " did not reach the ps";
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   EXPECT_FALSE(ran.HasBeenNotified());
   ASSERT_TRUE(Push(kStep).ok());
