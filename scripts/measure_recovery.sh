@@ -12,8 +12,14 @@
 #     other worker: worker 1 finishes and reports while the chief is down, then the chief is
 #     started again. Prints how long the restarted chief takes to end the job, and when the ps
 #     exits.
+#   scripts/measure_recovery.sh psdone FASHION_MNIST_BINARY [RUNS]
+#     The same job with the chief stopped (SIGSTOP) in the middle of training while worker 1
+#     trains to the last step and reports done; then the ps is killed and started again on its
+#     port and the chief goes on (SIGCONT). Prints how long the chief takes from the ps restart
+#     to its exit (it restores a checkpoint, trains the steps left, and waits for worker 1's
+#     report), and every task's exit status.
 set -uo pipefail
-mode="${1:?usage: measure_recovery.sh master BUILD [RUNS] | chief FASHION_MNIST_BINARY [RUNS]}"
+mode="${1:?usage: measure_recovery.sh master BUILD [RUNS] | chief|psdone FASHION_MNIST_BINARY [RUNS]}"
 bin="${2:?missing BUILD or FASHION_MNIST_BINARY}"
 runs="${3:-3}"
 
@@ -75,12 +81,18 @@ chief_run() {
   sleep 1  # into on_training_end's wait
   kill -9 "$chief"
   wait "$chief" 2>/dev/null
-  "$bin" --job_name=worker --task_index=1 "${flags[@]}" >"$dir/worker1.log" 2>&1
-  worker1_exit=$?
+  "$bin" --job_name=worker --task_index=1 "${flags[@]}" >"$dir/worker1.log" 2>&1 &
+  local worker1=$!
+  # Until worker 1 has reported done (it then waits for the job's end) or exited.
+  until grep -q "reported done" "$dir/worker1.log" || ! kill -0 "$worker1" 2>/dev/null; do
+    sleep 0.02
+  done
   t0=$(now)
   "$bin" --job_name=worker --task_index=0 "${flags[@]}" >"$dir/chief2.log" 2>&1
   chief_exit=$?
   t1=$(now)
+  wait "$worker1"
+  worker1_exit=$?
   wait "$ps_pid"
   ps_exit=$?
   t2=$(now)
@@ -90,10 +102,47 @@ chief_run() {
   rm -rf "$dir"
 }
 
+psdone_run() {
+  local dir flags ps_pid chief worker1 t0 t1 chief_exit worker1_exit ps_exit
+  dir=$(mktemp -d)
+  flags=(--ps_hosts=127.0.0.1:$(free_port)
+    --worker_hosts=127.0.0.1:$(free_port),127.0.0.1:$(free_port) --model=mlp --batch_size=50
+    --train_steps=300 --log_every=50 --threads=1 --checkpoint_dir="$dir/ckpt"
+    --save_checkpoint_steps=50)
+  "$bin" --job_name=ps --task_index=0 "${flags[@]}" >"$dir/ps.log" 2>&1 &
+  ps_pid=$!
+  "$bin" --job_name=worker --task_index=0 "${flags[@]}" >"$dir/chief.log" 2>&1 &
+  chief=$!
+  "$bin" --job_name=worker --task_index=1 "${flags[@]}" >"$dir/worker1.log" 2>&1 &
+  worker1=$!
+  until grep -q "progress step=" "$dir/chief.log"; do sleep 0.01; done
+  kill -STOP "$chief"
+  until grep -q "stopped at global_step" "$dir/worker1.log"; do sleep 0.02; done
+  sleep 0.5  # its report follows at once
+  kill -9 "$ps_pid"
+  wait "$ps_pid" 2>/dev/null
+  "$bin" --job_name=ps --task_index=0 "${flags[@]}" >"$dir/ps2.log" 2>&1 &
+  ps_pid=$!
+  t0=$(now)
+  kill -CONT "$chief"
+  wait "$chief"
+  chief_exit=$?
+  t1=$(now)
+  wait "$worker1"
+  worker1_exit=$?
+  wait "$ps_pid"
+  ps_exit=$?
+  echo "chief exit $chief_exit $(seconds "$t0" "$t1") s after the ps restart; worker 1 exit" \
+    "$worker1_exit; ps exit $ps_exit; gave up waiting:" \
+    "$(grep -c 'ending the job anyway' "$dir/chief.log")"
+  rm -rf "$dir"
+}
+
 for ((i = 1; i <= runs; ++i)); do
   case "$mode" in
     master) master_run ;;
     chief) chief_run ;;
-    *) echo "unknown mode '$mode': use master or chief" >&2; exit 2 ;;
+    psdone) psdone_run ;;
+    *) echo "unknown mode '$mode': use master, chief or psdone" >&2; exit 2 ;;
   esac
 done

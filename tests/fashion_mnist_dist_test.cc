@@ -3,6 +3,7 @@
 // hundred global steps on Fashion-MNIST.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -45,6 +46,15 @@ std::unique_ptr<Subprocess> StartTask(const std::string& job, int index,
       "--steps_to_validate=100",
       "--log_every=50",
       "--threads=1"};
+  // A flag in `extra` replaces the default above.
+  for (const std::string& flag : extra) {
+    const std::string name = flag.substr(0, flag.find('=') + 1);
+    argv.erase(std::remove_if(argv.begin() + 1, argv.end(),
+                              [&](const std::string& arg) {
+                                return arg.rfind(name, 0) == 0;
+                              }),
+               argv.end());
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return std::make_unique<Subprocess>(argv);
 }
@@ -257,17 +267,17 @@ bool WaitForOutputsInOrder(Subprocess* task,
         std::chrono::steady_clock::now() > deadline) {
       return false;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 
 // The chief is killed (SIGKILL) `settle` after it prints `kill_after`; worker 1
 // (started with the chief, or only once the chief is dead) trains to the last
 // step and reports done while the chief is down; then the chief starts again.
-// It must find the model on the ps, see that worker 1 has reported (the count
-// lives on the ps, which kept running), and end the job without waiting for
-// worker 1 again (which never reports twice; the wait would last its full
-// minute), and the ps must exit with status 0 by itself.
+// It must find the model on the ps, see that worker 1 has reported (the
+// report lives on the ps, which kept running), and end the job at once
+// rather than wait its full minute; then worker 1 and the ps must exit with
+// status 0 by themselves.
 void ExpectRestartedChiefEndsTheJob(const std::vector<std::string>& kill_after,
                                     std::chrono::milliseconds settle,
                                     bool worker1_with_the_chief) {
@@ -290,9 +300,9 @@ void ExpectRestartedChiefEndsTheJob(const std::vector<std::string>& kill_after,
   if (!worker1_with_the_chief) {
     worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, flags);
   }
-  auto code = worker1->Wait(kTimeout);
-  ASSERT_TRUE(code.has_value()) << "worker 1 hung: " << worker1->Output();
-  EXPECT_EQ(*code, 0) << worker1->Output();
+  // Worker 1 keeps its report until the chief ends the job.
+  ASSERT_TRUE(WaitForOutput(worker1.get(), "reported done", kTimeout))
+      << worker1->Output();
   EXPECT_GE(ValueOf(worker1->Output(), "stopped at global_step"), kTrainSteps)
       << worker1->Output();
   ASSERT_FALSE(ps->Wait(std::chrono::milliseconds(0)).has_value())
@@ -300,17 +310,18 @@ void ExpectRestartedChiefEndsTheJob(const std::vector<std::string>& kill_after,
 
   auto restarted = StartTask("worker", 0, ps_hosts, worker_hosts, flags);
   // Well under the minute the chief gives a worker that never reports.
-  code = restarted->Wait(std::chrono::seconds(45));
+  auto code = restarted->Wait(std::chrono::seconds(45));
   ASSERT_TRUE(code.has_value())
       << "the restarted chief did not end the job: " << restarted->Output();
   EXPECT_EQ(*code, 0) << restarted->Output();
   const std::string out = restarted->Output();
   EXPECT_THAT(out, HasSubstr("found the model ready"));
-  // TMP EXPECT_THAT(out, HasSubstr("the ps kept the count of workers done
-  // (1)"));
   EXPECT_THAT(out, ::testing::Not(HasSubstr("ending the job anyway")));
   EXPECT_GE(ValueOf(out, "stopped at global_step"), kTrainSteps) << out;
   EXPECT_GT(ValueOf(out, "test_accuracy"), 0.5) << out;
+  code = worker1->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value()) << "worker 1 hung: " << worker1->Output();
+  EXPECT_EQ(*code, 0) << worker1->Output();
   auto ps_code = ps->Wait(std::chrono::seconds(30));
   ASSERT_TRUE(ps_code.has_value()) << "the ps did not exit: " << ps->Output();
   EXPECT_EQ(*ps_code, 0) << ps->Output();
@@ -330,6 +341,122 @@ TEST(FashionMnistDistributedTest, ChiefKilledWhileTrainingRestartsAndEndsJob) {
   ExpectRestartedChiefEndsTheJob({"progress step="},
                                  std::chrono::milliseconds(0),
                                  /*worker1_with_the_chief=*/true);
+}
+
+// The ps task is killed (SIGKILL) and started again on its address, as a
+// cluster manager restarts a task; returns the new process.
+//
+// A hazard of the runtime (docs/benchmarks.md, 2026-11-22), not of what
+// these tests check: a ps killed just after its part of a step, while a
+// tensor it pushes to a worker is not yet sent, leaves that worker's step
+// waiting for the tensor until the step deadline (an hour). A training step
+// is safe (the ps's part ends only once the worker's gradients, computed
+// from what it pushed, have come back); a read-only step such as an
+// evaluation batch is not. So the tests below kill the ps while the chief
+// trains, between validations, and with every worker running (a stopped
+// worker stalls the pushes to it).
+std::unique_ptr<Subprocess> RestartPs(std::unique_ptr<Subprocess> ps,
+                                      const std::string& ps_hosts,
+                                      const std::string& worker_hosts) {
+  ps->Kill();
+  return StartTask("ps", 0, ps_hosts, worker_hosts);
+}
+
+// Waits for every task in `tasks` to exit with status 0 within `timeout` in
+// all; a failure shows every task's output.
+void ExpectEveryTaskExitsCleanly(const std::vector<Subprocess*>& tasks,
+                                 std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto outputs = [&] {
+    std::string all;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      absl::StrAppend(&all, "--- task ", i, ":\n", tasks[i]->Output());
+    }
+    return all;
+  };
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto code = tasks[i]->Wait(std::max(left, std::chrono::milliseconds(0)));
+    ASSERT_TRUE(code.has_value()) << "task " << i << " did not exit in time\n"
+                                  << outputs();
+    EXPECT_EQ(*code, 0) << "task " << i << " failed\n" << outputs();
+  }
+}
+
+// The chief validates every 50 global steps through its own session beside
+// the monitored one; the ps restarts (losing every variable) just after a
+// validation, while the chief trains towards the next. The chief restores the
+// latest checkpoint, validation goes on after the restart, the job reaches its
+// last step and every task (the restarted ps too) exits with status 0.
+TEST(FashionMnistDistributedTest, PsRestartWhileTheChiefValidates) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "fashion_mnist_ps_val_", getpid());
+  const std::vector<std::string> flags = {"--checkpoint_dir=" + dir,
+                                          "--save_checkpoint_steps=50",
+                                          "--steps_to_validate=50"};
+  const std::string ps_hosts = Address();
+  const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
+  auto ps = StartTask("ps", 0, ps_hosts, worker_hosts);
+  auto chief = StartTask("worker", 0, ps_hosts, worker_hosts, flags);
+  auto worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, flags);
+  // A checkpoint (step 50) exists, and the chief has validated since.
+  ASSERT_TRUE(WaitForOutputsInOrder(
+      chief.get(), {"Saved checkpoint", "validation_accuracy"}))
+      << chief->Output();
+  ps = RestartPs(std::move(ps), ps_hosts, worker_hosts);
+  ExpectEveryTaskExitsCleanly({chief.get(), worker1.get(), ps.get()}, kTimeout);
+  const std::string out = chief->Output();
+  EXPECT_THAT(out, HasSubstr("restored checkpoint")) << out;
+  // The validation session's partitions died with the ps, whichever session
+  // noticed the restart first.
+  EXPECT_THAT(out, HasSubstr("Recovering the session beside the monitored"))
+      << out;
+  EXPECT_GE(ValueOf(out, "stopped at global_step"), kTrainSteps) << out;
+  EXPECT_GT(ValueOf(out, "test_accuracy"), 0.5) << out;
+  // Validation went on after the restore.
+  const size_t restored = out.find("restored checkpoint");
+  EXPECT_NE(out.find("validation_accuracy", restored), std::string::npos)
+      << out;
+  std::filesystem::remove_all(dir);
+}
+
+// Worker 1 stops early (its own --train_steps=100) and reports done while
+// the chief trains on to step 300; then the ps restarts, losing that report
+// with every variable, and the chief goes on: it restores the latest
+// checkpoint (or initializes the model if it saved none yet) and trains the
+// steps left. Worker 1 must report again on the restarted ps, so that the
+// chief ends the job at once instead of waiting its full minute for a report
+// that will not come, and every task exits with status 0.
+TEST(FashionMnistDistributedTest, DoneReportSurvivesAPsRestart) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "fashion_mnist_ps_done_", getpid());
+  // No validation: the ps dies while the chief trains (see RestartPs).
+  const std::vector<std::string> flags = {"--checkpoint_dir=" + dir,
+                                          "--save_checkpoint_steps=50",
+                                          "--steps_to_validate=0"};
+  const std::string ps_hosts = Address();
+  const std::string worker_hosts = absl::StrCat(Address(), ",", Address());
+  auto ps = StartTask("ps", 0, ps_hosts, worker_hosts);
+  auto chief = StartTask("worker", 0, ps_hosts, worker_hosts, flags);
+  std::vector<std::string> worker1_flags = flags;
+  worker1_flags.push_back("--train_steps=100");
+  auto worker1 = StartTask("worker", 1, ps_hosts, worker_hosts, worker1_flags);
+  ASSERT_TRUE(WaitForOutput(worker1.get(), "reported done", kTimeout))
+      << worker1->Output();
+  ASSERT_FALSE(chief->Wait(std::chrono::milliseconds(0)).has_value())
+      << "the chief finished before the ps restart: " << chief->Output();
+  ps = RestartPs(std::move(ps), ps_hosts, worker_hosts);
+  // Well under the minute the chief gives a worker that never reports.
+  ExpectEveryTaskExitsCleanly({chief.get(), worker1.get(), ps.get()},
+                              std::chrono::seconds(45));
+  const std::string out = chief->Output();
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("ending the job anyway"))) << out;
+  EXPECT_THAT(worker1->Output(), HasSubstr("reported done again"))
+      << worker1->Output();
+  EXPECT_GE(ValueOf(out, "stopped at global_step"), kTrainSteps) << out;
+  EXPECT_GT(ValueOf(out, "test_accuracy"), 0.5) << out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -4,13 +4,13 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "distflow/distflow.h"
 #include "examples/example_util.h"
+#include "examples/fashion_mnist/done_reports.h"
 
 namespace fashion_mnist {
 
@@ -19,11 +19,9 @@ namespace df = distflow;
 namespace {
 
 // How long a worker waits for the ps tasks to start and the chief to
-// initialize the model, and how long the chief waits for the other workers
-// to finish before it ends the job anyway.
+// initialize the model, and how long a session recovers from a ps restart
+// before it gives up.
 constexpr int kStartupSeconds = 120;
-constexpr auto kWorkersDoneTimeout = std::chrono::seconds(60);
-constexpr auto kPollInterval = std::chrono::milliseconds(200);
 
 // This task's place among the training replicas: the chief job's task (if the
 // cluster has one) first, then the workers in index order.
@@ -33,6 +31,17 @@ struct Replica {
   bool is_chief = false;
   std::string name;  // "worker 1", for logs
 };
+
+// The names of all replicas, in replica order.
+std::vector<std::string> ReplicaNames(const df::ClusterSpec& cluster) {
+  std::vector<std::string> names;
+  for (const char* job : {"chief", "worker"}) {
+    for (int i = 0; i < cluster.num_tasks(job); ++i) {
+      names.push_back(absl::StrCat(job, " ", i));
+    }
+  }
+  return names;
+}
 
 absl::StatusOr<Replica> ReplicaOf(const df::TaskConfig& task) {
   const int chiefs = task.cluster.num_tasks("chief");
@@ -57,16 +66,12 @@ absl::StatusOr<Replica> ReplicaOf(const df::TaskConfig& task) {
 // setter, and the ops that start and end the job.
 struct ReplicaGraph {
   Model model;
-  df::ops::Variable workers_done;  // replicas that have stopped training
-  df::Output workers_done_set;     // whether workers_done has a value
-  df::Output mark_done;            // adds this replica to workers_done
-  // The monitored session's ready op: every global variable but
-  // workers_done, which no checkpoint holds (a chief that restores one after
-  // a ps restart sets the count afresh, see CountDoneWorkersHook).
+  // The sessions' init op, ready op and saver: over the model and the
+  // optimizer's state, not the done flags (see done_reports.h).
+  df::Operation init_op;
   df::Output ready_op;
-  // Saves and restores the model and the optimizer's state (not
-  // workers_done, which belongs to one run of the job).
   std::shared_ptr<df::train::Saver> saver;
+  DoneFlags done;
 };
 
 absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
@@ -87,16 +92,10 @@ absl::StatusOr<ReplicaGraph> BuildReplicaGraph(const df::Scope& root,
   auto saver = df::train::Saver::Create(root);
   if (!saver.ok()) return saver.status();
   g.saver = *std::move(saver);
-  g.workers_done = df::ops::Variable(s.WithOpName("workers_done"),
-                                     df::Tensor::Scalar<int64_t>(0),
-                                     df::ops::VariableOptions{false});
-  g.workers_done_set = df::ops::IsVariableInitialized(s, g.workers_done);
-  g.mark_done = df::ops::AssignAdd(s, g.workers_done, int64_t{1});
-  std::vector<df::ops::Variable> model_variables;
-  for (const df::ops::Variable& v : df::ops::GlobalVariables(root)) {
-    if (v.var_name() != g.workers_done.var_name()) model_variables.push_back(v);
-  }
-  g.ready_op = df::ops::ReportUninitializedVariables(root, model_variables);
+  g.init_op = df::ops::GlobalVariablesInitializer(root);
+  g.ready_op = df::ops::ReportUninitializedVariables(
+      root, df::ops::GlobalVariables(root));
+  g.done = MakeDoneFlags(s, ReplicaNames(task.cluster));
   if (!root.ok()) return root.status();
   return g;
 }
@@ -121,19 +120,29 @@ class EveryNSteps {
   int64_t next_ = -1;
 };
 
-// True for the errors of a step refused because the chief has ended the job
-// (or of a ps already gone after it): the end of training, not a failure.
-bool JobHasEnded(const absl::Status& s) {
-  return absl::IsOutOfRange(s) || absl::IsUnavailable(s) ||
-         absl::IsCancelled(s) || absl::IsAborted(s);
+// The accuracy on `test`, through `session`: after a ps restart it is
+// evaluated again from the first batch, on the restored model.
+absl::StatusOr<double> EvaluateRecovering(
+    df::train::RecoverableSession* session, const Model& m,
+    const df::data::LabeledImages& test) {
+  double accuracy = 0;
+  absl::Status s = session->RunStep([&](df::ClientSession* step_session) {
+    auto evaluated = Evaluate(step_session, m, test);
+    if (evaluated.ok()) accuracy = *evaluated;
+    return evaluated.status();
+  });
+  if (!s.ok()) return s;
+  return accuracy;
 }
 
 // Trains until the stop hook ends the session at the last global step;
-// returns the local steps and the last global step read. The chief validates
-// on `test` through the plain session `control` (no hooks, no step counted).
+// returns the local steps and the last global step seen. The chief validates on
+// `test` through `side`, a session beside the monitored one (no hooks, no step
+// counted), which, like it, recovers from a ps restart.
 absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
-    df::train::MonitoredTrainingSession* session, df::ClientSession* control,
-    const ReplicaGraph& g, const Replica& replica, const Flags& flags,
+    df::train::MonitoredTrainingSession* session,
+    df::train::RecoverableSession* side, const ReplicaGraph& g,
+    const Flags& flags, const Replica& replica,
     const df::data::LabeledImages& train, const df::data::LabeledImages* test) {
   const Model& m = g.model;
   const int64_t shard_size = train.images.dim_size(0) / replica.count;
@@ -186,91 +195,66 @@ absl::StatusOr<std::pair<int64_t, int64_t>> TrainReplica(
     }
     if (test == nullptr || global_step >= last_step) continue;
     if (validation.Due(global_step)) {
-      auto accuracy = Evaluate(control, m, *test);
+      auto accuracy = EvaluateRecovering(side, m, *test);
       if (!accuracy.ok()) return accuracy.status();
       std::printf("global_step=%lld validation_accuracy=%.4f\n",
                   static_cast<long long>(global_step), *accuracy);
       std::fflush(stdout);
     }
   }
-  // The step read with the last training step may predate its update.
-  auto last = control->Run({m.global_step});
-  if (last.ok()) {
-    global_step = (*last)[0].scalar<int64_t>();
-  } else if (!JobHasEnded(last.status())) {
-    return last.status();
-  }
+  return std::make_pair(local_steps, global_step);
+}
+
+void PrintStop(const Replica& replica, int64_t local_steps,
+               int64_t global_step) {
   std::printf("%s: local_steps=%lld, stopped at global_step=%lld\n",
               replica.name.c_str(), static_cast<long long>(local_steps),
               static_cast<long long>(global_step));
   std::fflush(stdout);
-  return std::make_pair(local_steps, global_step);
 }
 
-// The chief's end of the job (its monitored session's on_training_end):
-// waits until every other replica has reported done, then ends the job on the
-// ps tasks (EndJob), which exit once no step runs on them. The wait is
-// bounded because a worker that died will never report; the job then ends
-// anyway, and a straggler finds its next step refused (OUT_OF_RANGE), which
-// it takes as the end.
-absl::Status EndJobWhenOthersAreDone(df::ClientSession* control,
-                                     const ReplicaGraph& g,
-                                     const df::TaskConfig& task, int replicas) {
-  const int others = replicas - 1;
-  const auto deadline = std::chrono::steady_clock::now() + kWorkersDoneTimeout;
-  int64_t done = 0;
-  while (true) {
-    auto out = control->Run({g.workers_done});
-    if (!out.ok()) return out.status();
-    done = (*out)[0].scalar<int64_t>();
-    if (done >= others || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(kPollInterval);
-  }
-  if (done < others) {
-    std::fprintf(stderr,
-                 "only %lld of the other %d workers finished within %lld s; "
-                 "ending the job anyway\n",
-                 static_cast<long long>(done), others,
-                 static_cast<long long>(kWorkersDoneTimeout.count()));
-  }
-  return df::EndJob(task.cluster);
+// The chief's end, after its monitored session has closed (and saved the
+// last checkpoint): reads the last global step, evaluates, waits for the
+// other workers and ends the job. Through `side`, so a ps restart in the
+// meantime costs a restore of that checkpoint, not the job.
+absl::Status FinishAsChief(df::train::RecoverableSession* side,
+                           const ReplicaGraph& g, const Replica& replica,
+                           const df::TaskConfig& task, int64_t local_steps,
+                           const df::data::LabeledImages& test) {
+  auto last = side->Run({g.model.global_step});
+  if (!last.ok()) return last.status();
+  PrintStop(replica, local_steps, (*last)[0].scalar<int64_t>());
+  auto accuracy = EvaluateRecovering(side, g.model, test);
+  if (!accuracy.ok()) return accuracy.status();
+  std::printf("test_accuracy=%.4f\n", *accuracy);
+  std::fflush(stdout);
+  return EndJobWhenOthersAreDone(side, g.done, task.cluster);
 }
 
-// The chief's start of the count of workers done: 0, unless the ps already
-// counts (a chief that restarted while the ps kept running): workers that
-// reported before it came back will not report again.
-absl::Status StartCountingDoneWorkers(df::ClientSession* session,
-                                      const ReplicaGraph& g) {
-  auto set = session->Run({g.workers_done_set});
-  if (!set.ok()) return set.status();
-  if (!(*set)[0].scalar<bool>()) {
-    return session->RunTargets({g.workers_done.initializer()});
+// Another worker's end: reports done and keeps the report until the job
+// ends. The last global step is read through a plain session: a worker has
+// nothing to restore, and a read that fails (the job has ended and the ps
+// tasks are gone, or one restarted) is no failure of the job: the step seen
+// last is printed then.
+absl::Status FinishAsWorker(const df::Scope& root, const std::string& target,
+                            const ReplicaGraph& g, const Replica& replica,
+                            int64_t local_steps, int64_t global_step) {
+  df::SessionOptions options;
+  options.target = target;
+  auto control = df::ClientSession::Create(root, options);
+  if (!control.ok()) return control.status();
+  auto last = (*control)->Run({g.model.global_step});
+  (void)(*control)->Close();
+  if (last.ok()) {
+    global_step = (*last)[0].scalar<int64_t>();
+  } else {
+    std::fprintf(stderr, "%s: could not read the last global step: %s\n",
+                 replica.name.c_str(), last.status().ToString().c_str());
   }
-  auto done = session->Run({g.workers_done});
-  if (!done.ok()) return done.status();
-  const int64_t count = (*done)[0].scalar<int64_t>();
-  if (count > 0) {
-    std::fprintf(stderr,
-                 "the ps kept the count of workers done (%lld); keeping it\n",
-                 static_cast<long long>(count));
-  }
-  return absl::OkStatus();
+  PrintStop(replica, local_steps, global_step);
+  return ReportDoneUntilTheJobEnds(root, target, g.done, replica.index,
+                                   replica.name);
 }
-
-// The chief's: starts the count each time its monitored session is created,
-// after the model is ready, so also after a ps restart (the count is lost
-// with the ps then: workers that reported before it are waited for until
-// the wait's timeout).
-class CountDoneWorkersHook : public df::train::SessionRunHook {
- public:
-  explicit CountDoneWorkersHook(const ReplicaGraph* g) : g_(g) {}
-  absl::Status AfterCreateSession(df::ClientSession* session) override {
-    return StartCountingDoneWorkers(session, *g_);
-  }
-
- private:
-  const ReplicaGraph* const g_;
-};
 
 absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
                         const Flags& flags, const std::string& target) {
@@ -288,57 +272,41 @@ absl::Status RunReplica(const df::TaskConfig& task, const Replica& replica,
   df::Scope root = df::Scope::NewRootScope();
   auto graph = BuildReplicaGraph(root, task, flags, replica.count);
   if (!graph.ok()) return graph.status();
-  // A plain session for what must not count as a training step or run the
-  // hooks: validation and the end of the job.
-  df::SessionOptions options;
-  options.target = target;
-  auto control = df::ClientSession::Create(root, options);
-  if (!control.ok()) return control.status();
-
   const int64_t last_step = flags.StepsFor(train->images.dim_size(0));
   df::train::MonitoredTrainingSession::Options mts;
   mts.master = target;
   mts.is_chief = replica.is_chief;
   mts.checkpoint_dir = flags.checkpoint_dir;
   mts.save_checkpoint_steps = flags.save_checkpoint_steps;
-  mts.scaffold.saver = graph->saver;
+  mts.scaffold.init_op = graph->init_op;
   mts.scaffold.ready_op = graph->ready_op;
-  mts.chief_only_hooks.push_back(
-      std::make_shared<CountDoneWorkersHook>(&*graph));
+  mts.scaffold.saver = graph->saver;
   mts.max_wait_secs = kStartupSeconds;
   if (graph->model.sync != nullptr) {
     mts.hooks.push_back(
         graph->model.sync->MakeSessionRunHook(replica.is_chief));
   }
   mts.hooks.push_back(df::train::StopAtStepHook::Create(last_step));
-  mts.on_training_end = [&] {
-    return EndJobWhenOthersAreDone(control->get(), *graph, task, replica.count);
-  };
+  // The chief's session for what must not count as a training step or run
+  // the hooks: validation and the end of the job.
+  std::unique_ptr<df::train::RecoverableSession> side;
+  if (replica.is_chief) {
+    auto created = df::train::RecoverableSession::Create(root, mts);
+    if (!created.ok()) return created.status();
+    side = *std::move(created);
+  }
   auto session = df::train::MonitoredTrainingSession::Create(root, mts);
   if (!session.ok()) return session.status();
-  auto steps = TrainReplica(session->get(), control->get(), *graph, replica,
-                            flags, *train, replica.is_chief ? &test : nullptr);
+  auto steps = TrainReplica(session->get(), side.get(), *graph, flags, replica,
+                            *train, replica.is_chief ? &test : nullptr);
   if (!steps.ok()) return steps.status();
-  if (replica.is_chief) {
-    // Before the job ends: EndJob makes the ps tasks refuse every step.
-    auto accuracy = Evaluate(control->get(), graph->model, test);
-    if (!accuracy.ok()) return accuracy.status();
-    std::printf("test_accuracy=%.4f\n", *accuracy);
-    std::fflush(stdout);
-    // Saves the last checkpoint (with --checkpoint_dir), then waits for the
-    // other workers and ends the job (on_training_end).
-    return (*session)->Close();
-  }
+  // On the chief: saves the last checkpoint (with --checkpoint_dir).
   if (absl::Status s = (*session)->Close(); !s.ok()) return s;
-  auto marked = (*control)->Run({graph->mark_done});
-  (void)(*control)->Close();
-  if (!marked.ok() && JobHasEnded(marked.status())) {
-    // The chief gave up waiting for this worker and ended the job.
-    std::fprintf(stderr, "%s: the job ended before this worker reported: %s\n",
-                 replica.name.c_str(), marked.status().ToString().c_str());
-    return absl::OkStatus();
+  if (replica.is_chief) {
+    return FinishAsChief(side.get(), *graph, replica, task, steps->first, test);
   }
-  return marked.status();
+  return FinishAsWorker(root, target, *graph, replica, steps->first,
+                        steps->second);
 }
 
 }  // namespace

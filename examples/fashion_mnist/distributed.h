@@ -23,19 +23,22 @@
 //   --save_checkpoint_steps global steps (default: every 10 minutes) and
 //   when its session closes.
 // - The chief evaluates on the test set every --steps_to_validate global
-//   steps and prints `test_accuracy=` at the end, through a plain session
-//   (evaluation is not a training step for the hooks).
-// - Ending: every worker but the chief, once its loop has stopped, adds one
-//   to a counter on the ps ("workers_done"), as TensorFlow users do with a
-//   done queue. The chief evaluates, closes its monitored session (the last
-//   checkpoint), and in the session's on_training_end waits until all the
-//   others have reported (or a minute has passed: a worker that died will
-//   never report) before it ends the job (EndJob): the ps tasks then refuse
-//   new steps and exit with status 0 once none runs, so no ps task leaves
-//   while a worker still trains. A worker whose step or report is refused
-//   because the job has ended (OUT_OF_RANGE) stops cleanly. A chief that
-//   restarts keeps the count the ps holds: the workers that reported while it
-//   was down do not report again.
+//   steps and prints `test_accuracy=` at the end, through a session beside
+//   the monitored one (evaluation is not a training step for the hooks), a
+//   train::RecoverableSession: after a ps restart it too restores the latest
+//   checkpoint and evaluates again.
+// - Ending: every worker but the chief, once its loop has stopped, reports
+//   done with a flag of its own on the ps tasks (done_reports.h), as
+//   TensorFlow users do with a done queue, and keeps the report until the
+//   job ends, setting it again if the ps restarts and forgets it. The chief
+//   closes its monitored session (the last checkpoint), evaluates, and waits
+//   until all the others have reported (or a minute has passed: a worker
+//   that died will never report) before it ends the job (EndJob): the ps
+//   tasks then refuse new steps and exit with status 0 once none runs, so no
+//   ps task leaves while a worker still trains. A worker whose step or
+//   report is refused because the job has ended (OUT_OF_RANGE) stops
+//   cleanly. A chief that restarts finds the reports the ps holds: the
+//   workers that reported while it was down count.
 #ifndef DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
 #define DISTFLOW_EXAMPLES_FASHION_MNIST_DISTRIBUTED_H_
 

@@ -23,6 +23,7 @@
 #include "distflow/train/monitored_session.h"
 #include "distflow/train/optimizer.h"
 #include "distflow/train/optimizers.h"
+#include "distflow/train/recoverable_session.h"
 #include "distflow/train/saver.h"
 #include "distflow/train/session_run_hook.h"
 #include "distflow/train/summary.h"
