@@ -31,72 +31,116 @@ constexpr auto kBound = std::chrono::seconds(8);
 // For the ps process to start (generous: the machine may be loaded).
 constexpr auto kStartTimeout = std::chrono::seconds(60);
 
-TEST(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
-  const std::string ps_address = absl::StrCat("127.0.0.1:", PickFreePort());
-  const std::string worker_address = absl::StrCat("127.0.0.1:", PickFreePort());
-  auto cluster = ClusterSpec::FromHostLists(ps_address, worker_address);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  Subprocess ps({absl::StrCat(DISTFLOW_BIN_DIR, "/distflow"), "server",
-                 "--job_name=ps", "--task_index=0", "--ps_hosts=" + ps_address,
-                 "--worker_hosts=" + worker_address});
-  ASSERT_TRUE(ps.started());
-  auto server = Server::Create(*cluster, "worker", 0);
-  ASSERT_TRUE(server.ok()) << server.status();
+// A ps process and, in this process, the worker (with the master) and a
+// session whose step has a part on the ps that ends at once and a part on
+// the worker that waits on a queue until something is put in it.
+class StepWatchProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ps_address_ = absl::StrCat("127.0.0.1:", PickFreePort());
+    const std::string worker_address =
+        absl::StrCat("127.0.0.1:", PickFreePort());
+    auto cluster = ClusterSpec::FromHostLists(ps_address_, worker_address);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    ps_ = std::make_unique<Subprocess>(std::vector<std::string>{
+        absl::StrCat(DISTFLOW_BIN_DIR, "/distflow"), "server", "--job_name=ps",
+        "--task_index=0", "--ps_hosts=" + ps_address_,
+        "--worker_hosts=" + worker_address});
+    ASSERT_TRUE(ps_->started());
+    auto server = Server::Create(*cluster, "worker", 0);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
 
-  // The ps's part ends at once; the worker's waits on a queue nothing fills.
-  Scope root = Scope::NewRootScope();
-  Scope on_worker = root.WithDevice("/job:worker/task:0");
-  Operation ps_done = ops::NoOp(root.WithDevice("/job:ps/task:0"));
-  Output queue = ops::FIFOQueue(on_worker.WithOpName("queue"), DataType::kFloat,
-                                PartialTensorShape({}));
-  Output take = ops::QueueDequeue(on_worker.WithOpName("take"), queue);
-  Operation put = ops::QueueEnqueue(on_worker.WithOpName("put"), queue,
-                                    ops::Const(on_worker, 7.0f));
-  SessionOptions options;
-  options.target = (*server)->target();
-  auto session = ClientSession::Create(root, options);
-  ASSERT_TRUE(session.ok()) << session.status();
+    Scope root = Scope::NewRootScope();
+    Scope on_worker = root.WithDevice("/job:worker/task:0");
+    ps_done_ = ops::NoOp(root.WithDevice("/job:ps/task:0"));
+    Output queue = ops::FIFOQueue(on_worker.WithOpName("queue"),
+                                  DataType::kFloat, PartialTensorShape({}));
+    take_ = ops::QueueDequeue(on_worker.WithOpName("take"), queue);
+    put_ = ops::QueueEnqueue(on_worker.WithOpName("put"), queue,
+                             ops::Const(on_worker, 7.0f));
+    SessionOptions options;
+    options.target = server_->target();
+    auto session = ClientSession::Create(root, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = std::move(*session);
 
-  // The ps is up once a step of its own runs.
-  const auto start_deadline = std::chrono::steady_clock::now() + kStartTimeout;
-  absl::Status up;
-  do {
-    up = (*session)->RunTargets({ps_done});
-    if (!up.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (!up.ok() && std::chrono::steady_clock::now() < start_deadline);
-  ASSERT_EQ(up, absl::OkStatus()) << ps.Output();
+    // The ps is up once a step of its own runs.
+    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+    absl::Status up;
+    do {
+      up = session_->RunTargets({ps_done_});
+      if (!up.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (!up.ok() && std::chrono::steady_clock::now() < deadline);
+    ASSERT_EQ(up, absl::OkStatus()) << ps_->Output();
+  }
 
+  std::string ps_address_;
+  std::unique_ptr<Subprocess> ps_;
+  std::unique_ptr<Server> server_;
+  Operation ps_done_;
+  Output take_;
+  Operation put_;
+  std::unique_ptr<ClientSession> session_;
+};
+
+TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
   absl::Status status;
   absl::Notification done;
   const auto start = std::chrono::steady_clock::now();
   std::thread runner([&] {
-    status = (*session)->Run({}, {take}, {ps_done}).status();
+    status = session_->Run({}, {take_}, {ps_done_}).status();
     done.Notify();
   });
   // Long enough for the ps's part to end, short of the master's first probe.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ps.Kill();
+  ps_->Kill();
   if (!done.WaitForNotificationWithTimeout(absl::FromChrono(kBound))) {
     ADD_FAILURE() << "the step still runs " << kBound.count()
                   << " s after the ps was killed";
     // Ends the step (the worker aborts every step it runs) so that the test
     // fails rather than hangs.
-    server->reset();
+    server_.reset();
   }
   runner.join();
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  ASSERT_NE(*server, nullptr);
+  ASSERT_NE(server_, nullptr);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
-  EXPECT_THAT(status.message(), HasSubstr(ps_address));
+  EXPECT_THAT(status.message(), HasSubstr(ps_address_));
   EXPECT_THAT(status.message(), HasSubstr("died after its part of step"));
   EXPECT_LT(elapsed, kBound);
 
   // The worker's part was aborted, not left waiting on the queue: an
   // element queued now is there for a step of the worker alone.
-  ASSERT_EQ((*session)->RunTargets({put}), absl::OkStatus());
-  auto out = (*session)->Run({take});
+  ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
+  auto out = session_->Run({take_});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<float>(), 7.0f);
+}
+
+// A finished task that does not answer (frozen with SIGSTOP: its sockets
+// stay open) is asked for its status with the control deadline (30 s); the
+// step must not wait for that answer once its own parts have ended.
+TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
+  absl::Status status;
+  absl::Notification done;
+  std::thread runner([&] {
+    status = session_->Run({}, {take_}, {ps_done_}).status();
+    done.Notify();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ps_->Pause();
+  // Past the master's first probe, which now waits on the frozen ps.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
+  const bool ended = done.WaitForNotificationWithTimeout(absl::Seconds(5));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ps_->Resume();
+  runner.join();
+  EXPECT_TRUE(ended) << "the step waited for the probe of the frozen ps";
+  EXPECT_EQ(status, absl::OkStatus());
+  EXPECT_LT(elapsed, std::chrono::seconds(5));
 }
 
 }  // namespace

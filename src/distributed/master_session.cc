@@ -1,10 +1,10 @@
 #include "distributed/master_session.h"
 
+#include <atomic>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "core/tensor_coding.h"
@@ -184,6 +184,8 @@ struct StepCalls {
   size_t pending ABSL_GUARDED_BY(mu) = 0;
   size_t aborts_pending ABSL_GUARDED_BY(mu) = 0;
   bool aborting ABSL_GUARDED_BY(mu) = false;
+  // Whether GetStatus calls to finished tasks are in flight.
+  bool probing ABSL_GUARDED_BY(mu) = false;
 
   bool AllDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return pending == 0 && aborts_pending == 0;
@@ -192,7 +194,7 @@ struct StepCalls {
 
 // How long the master waits for a step of several partitions before it
 // checks that the tasks whose partitions have ended are still alive (see
-// MasterSession::ProbeFinishedTasks). A step shorter than this sends no probe.
+// ProbeFinishedTasks). A step shorter than this sends no probe.
 constexpr absl::Duration kProbeInterval = absl::Seconds(1);
 
 // Tells every task to abort the step: partitions that wait for tensors from
@@ -234,57 +236,65 @@ void FailStep(const std::shared_ptr<StepCalls>& state, int64_t step_id,
   if (start_abort) AbortAll(state, step_id, s);
 }
 
-}  // namespace
+// A task whose part of a step has ended, as a probe sees it.
+struct FinishedTask {
+  WorkerInterface* worker = nullptr;
+  std::string task;
+  std::string address;
+  uint64_t incarnation = 0;  // The one its graph was registered with.
+};
 
-absl::Status MasterSession::ProbeFinishedTasks(
-    const Registration& registration, const std::vector<size_t>& finished,
-    int64_t step_id) {
+// Asks every task in `tasks` for its status, without waiting: one that does
+// not answer (within the control deadline) fails the step with UNAVAILABLE,
+// one with another incarnation (restarted) with ABORTED, both naming it.
+// `state->probing` stays true until every answer is in, so that a slow answer
+// does not stack up probes, nor hold up the end of the step.
+void ProbeFinishedTasks(const std::shared_ptr<StepCalls>& state,
+                        int64_t step_id, std::vector<FinishedTask> tasks) {
   struct Probe {
+    FinishedTask task;
     proto::GetStatusRequest request;
     proto::GetStatusResponse response;
-    absl::Status status;
   };
-  // Shared with the callbacks; every call has the control deadline, so the
-  // wait below is bounded.
-  struct Probes {
-    explicit Probes(size_t n) : probes(n), left(static_cast<int>(n)) {}
-    std::vector<Probe> probes;
-    absl::BlockingCounter left;
-  };
-  auto probes = std::make_shared<Probes>(finished.size());
-  for (size_t k = 0; k < finished.size(); ++k) {
-    Probe& probe = probes->probes[k];
-    registration.partitions[finished[k]].worker->GetStatusAsync(
-        &probe.request, &probe.response,
-        [probes, &probe](const absl::Status& s) {
-          probe.status = s;
-          probes->left.DecrementCount();
+  auto left = std::make_shared<std::atomic<size_t>>(tasks.size());
+  for (FinishedTask& task : tasks) {
+    auto probe = std::make_shared<Probe>();
+    probe->task = std::move(task);
+    WorkerInterface* worker = probe->task.worker;
+    worker->GetStatusAsync(
+        &probe->request, &probe->response,
+        [state, step_id, probe, left](const absl::Status& s) {
+          const std::string where = absl::StrCat("task ", probe->task.task,
+                                                 " at ", probe->task.address);
+          if (!s.ok()) {
+            FailStep(
+                state, step_id,
+                absl::UnavailableError(absl::StrCat(
+                    where, " died after its part of step ", step_id,
+                    " had ended, while other tasks were still running "
+                    "theirs: ",
+                    s.message(), ". Restart the task and run the step again")));
+          } else if (probe->response.incarnation() != probe->task.incarnation) {
+            // The message matches NeedsReregistration: the next step
+            // registers the graphs with the new incarnation.
+            FailStep(
+                state, step_id,
+                absl::AbortedError(absl::StrCat(
+                    where, " restarted after its part of step ", step_id,
+                    " had ended (incarnation ", probe->response.incarnation(),
+                    ", registered with ", probe->task.incarnation,
+                    "); its graphs must be registered again, which the "
+                    "next step does")));
+          }
+          if (left->fetch_sub(1) == 1) {
+            absl::MutexLock lock(&state->mu);
+            state->probing = false;
+          }
         });
   }
-  probes->left.Wait();
-  for (size_t k = 0; k < finished.size(); ++k) {
-    const Partition& p = registration.partitions[finished[k]];
-    const Probe& probe = probes->probes[k];
-    const std::string where = absl::StrCat(
-        "task ", p.task, " at ", env_->worker_cache->AddressOf(p.task));
-    if (!probe.status.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          where, " died after its part of step ", step_id,
-          " had ended, while other tasks were still running theirs: ",
-          probe.status.message(), ". Restart the task and run the step again"));
-    }
-    if (probe.response.incarnation() != p.incarnation) {
-      // The message matches NeedsReregistration: the next step registers
-      // the graphs with the new incarnation.
-      return absl::AbortedError(absl::StrCat(
-          where, " restarted after its part of step ", step_id,
-          " had ended (incarnation ", probe.response.incarnation(),
-          ", registered with ", p.incarnation,
-          "); its graphs must be registered again, which the next step does"));
-    }
-  }
-  return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::Status MasterSession::RunPartitions(const Registration& registration,
                                           const std::vector<Tensor>& args,
@@ -342,15 +352,20 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
     // RunGraph already answered OK. So while the step runs on, this thread
     // checks now and then that those tasks are alive and not restarted.
     while (!state->mu.AwaitWithTimeout(all_done, kProbeInterval)) {
-      if (state->aborting) continue;  // Failing already; wait for the rest.
-      std::vector<size_t> finished;
+      // Failing already, or the last probe has not been answered yet.
+      if (state->aborting || state->probing) continue;
+      std::vector<FinishedTask> finished;
       for (size_t i = 0; i < n; ++i) {
-        if (state->finished_ok[i]) finished.push_back(i);
+        if (!state->finished_ok[i]) continue;
+        const Partition& p = registration.partitions[i];
+        finished.push_back({p.worker, p.task,
+                            env_->worker_cache->AddressOf(p.task),
+                            p.incarnation});
       }
       if (finished.empty()) continue;
+      state->probing = true;
       state->mu.Unlock();
-      absl::Status alive = ProbeFinishedTasks(registration, finished, step_id);
-      if (!alive.ok()) FailStep(state, step_id, alive);
+      ProbeFinishedTasks(state, step_id, std::move(finished));
       state->mu.Lock();
     }
     first_error = state->first_error;

@@ -79,13 +79,6 @@ class MasterSession {
   absl::Status RunPartitions(const Registration& registration,
                              const std::vector<Tensor>& args, int num_fetches,
                              std::vector<Tensor>* fetched);
-  // Asks the tasks of `registration.partitions[finished[k]]`, whose parts of
-  // step `step_id` have ended, whether they still run with the incarnation
-  // their graphs were registered with: UNAVAILABLE naming the first that
-  // does not answer, ABORTED naming the first that restarted.
-  absl::Status ProbeFinishedTasks(const Registration& registration,
-                                  const std::vector<size_t>& finished,
-                                  int64_t step_id);
   void Deregister(const Registration& registration);
   int64_t NewStepId();
 
