@@ -66,13 +66,19 @@ master_run() {
   rm -rf "$dir"
 }
 
+# Sets `flags` to the flags of a 1 ps + 2 worker job on free ports that
+# checkpoints into $1/ckpt every $2 steps.
+job_flags() {
+  flags=(--ps_hosts=127.0.0.1:$(free_port)
+    --worker_hosts=127.0.0.1:$(free_port),127.0.0.1:$(free_port) --model=mlp --batch_size=50
+    --train_steps=300 --log_every=50 --threads=1 --checkpoint_dir="$1/ckpt"
+    --save_checkpoint_steps=$2)
+}
+
 chief_run() {
   local dir flags chief t0 t1 t2 worker1_exit chief_exit ps_exit
   dir=$(mktemp -d)
-  flags=(--ps_hosts=127.0.0.1:$(free_port)
-    --worker_hosts=127.0.0.1:$(free_port),127.0.0.1:$(free_port) --model=mlp --batch_size=50
-    --train_steps=300 --log_every=50 --threads=1 --checkpoint_dir="$dir/ckpt"
-    --save_checkpoint_steps=100)
+  job_flags "$dir" 100
   "$bin" --job_name=ps --task_index=0 "${flags[@]}" >"$dir/ps.log" 2>&1 &
   local ps_pid=$!
   "$bin" --job_name=worker --task_index=0 "${flags[@]}" >"$dir/chief.log" 2>&1 &
@@ -105,10 +111,7 @@ chief_run() {
 psdone_run() {
   local dir flags ps_pid chief worker1 t0 t1 chief_exit worker1_exit ps_exit
   dir=$(mktemp -d)
-  flags=(--ps_hosts=127.0.0.1:$(free_port)
-    --worker_hosts=127.0.0.1:$(free_port),127.0.0.1:$(free_port) --model=mlp --batch_size=50
-    --train_steps=300 --log_every=50 --threads=1 --checkpoint_dir="$dir/ckpt"
-    --save_checkpoint_steps=50)
+  job_flags "$dir" 50
   "$bin" --job_name=ps --task_index=0 "${flags[@]}" >"$dir/ps.log" 2>&1 &
   ps_pid=$!
   "$bin" --job_name=worker --task_index=0 "${flags[@]}" >"$dir/chief.log" 2>&1 &
