@@ -346,15 +346,11 @@ TEST(FashionMnistDistributedTest, ChiefKilledWhileTrainingRestartsAndEndsJob) {
 // The ps task is killed (SIGKILL) and started again on its address, as a
 // cluster manager restarts a task; returns the new process.
 //
-// A hazard of the runtime (docs/benchmarks.md, 2026-11-22), not of what
-// these tests check: a ps killed just after its part of a step, while a
-// tensor it pushes to a worker is not yet sent, leaves that worker's step
-// waiting for the tensor until the step deadline (an hour). A training step
-// is safe (the ps's part ends only once the worker's gradients, computed
-// from what it pushed, have come back); a read-only step such as an
-// evaluation batch is not. So the tests below kill the ps while the chief
-// trains, between validations, and with every worker running (a stopped
-// worker stalls the pushes to it).
+// The tests below kill the ps while the chief trains, between validations,
+// and with every worker running (a stopped worker stalls the pushes to it).
+// A ps killed during an evaluation batch, after its part of the step has
+// ended, is caught by the master's watch over finished tasks instead
+// (StepWatchTest, tests/step_watch_process_test.cc), about a second later.
 std::unique_ptr<Subprocess> RestartPs(std::unique_ptr<Subprocess> ps,
                                       const std::string& ps_hosts,
                                       const std::string& worker_hosts) {
