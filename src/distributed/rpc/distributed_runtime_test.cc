@@ -26,12 +26,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-SessionOptions Target(GrpcServer* server) {
-  SessionOptions options;
-  options.target = server->target();
-  return options;
-}
-
 TEST(DistributedRuntimeTest, BetweenGraphMatMulWithVariablesOnPs) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -44,8 +38,8 @@ TEST(DistributedRuntimeTest, BetweenGraphMatMulWithVariablesOnPs) {
       root.WithDevice("/job:worker/task:0").WithOpName("product"), x, w);
   Operation init = ops::GlobalVariablesInitializer(root);
 
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
   for (int step = 0; step < 3; ++step) {
@@ -71,10 +65,10 @@ TEST(DistributedRuntimeTest, VariablesOnPsOutliveOneWorkersSession) {
   Operation init0, init1;
   build(&root0, &tick0, &init0);
   build(&root1, &tick1, &init1);
-  auto s0 =
-      ClientSession::Create(root0, Target((*cluster)->server("worker", 0)));
-  auto s1 =
-      ClientSession::Create(root1, Target((*cluster)->server("worker", 1)));
+  auto s0 = ClientSession::Create(
+      root0, SessionTarget((*cluster)->server("worker", 0)));
+  auto s1 = ClientSession::Create(
+      root1, SessionTarget((*cluster)->server("worker", 1)));
   ASSERT_TRUE(s0.ok()) << s0.status();
   ASSERT_TRUE(s1.ok()) << s1.status();
   ASSERT_EQ((*s0)->RunTargets({init0}), absl::OkStatus());
@@ -96,8 +90,8 @@ TEST(DistributedRuntimeTest, InGraphVariablesOnTwoPsComputeOnTwoWorkers) {
   Output sum = ops::Add(root.WithDevice("/job:worker/task:1"), ab, a);
   Operation init = ops::GlobalVariablesInitializer(root);
   // The client talks to worker 1's master, as in seed 003.
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 1)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 1)));
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
   auto out = (*session)->Run({sum});
@@ -118,8 +112,8 @@ TEST(DistributedRuntimeTest, FeedsAndControlEdgesCrossTasks) {
   Output done = ops::Const(
       root.WithControlDependencies({assign.op()}).WithOpName("done"), 1.0f);
   Operation init = ops::GlobalVariablesInitializer(root);
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
   auto out = (*session)->Run({{x, Tensor::Scalar<float>(7)}}, {done});
@@ -135,8 +129,8 @@ TEST(DistributedRuntimeTest, UnknownJobIsAnErrorListingTheClustersJobs) {
   Scope root = Scope::NewRootScope();
   Output c =
       ops::Const(root.WithDevice("/job:ps/task:3").WithOpName("c"), 1.0f);
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
   ASSERT_TRUE(session.ok()) << session.status();
   auto out = (*session)->Run({c});
   ASSERT_FALSE(out.ok());
@@ -154,8 +148,8 @@ TEST(DistributedRuntimeTest, DeadPsGivesUnavailableNamingItsAddress) {
                   Tensor::Scalar<float>(3));
   Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
   Operation init = ops::GlobalVariablesInitializer(root);
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
   ASSERT_EQ((*session)->Run({doubled}).status(), absl::OkStatus());
@@ -179,8 +173,8 @@ TEST(DistributedRuntimeTest, RestartedPsIsToldApartAndReregistered) {
                   Tensor::Scalar<float>(3));
   Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
   Operation init = ops::GlobalVariablesInitializer(root);
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
   ASSERT_EQ((*session)->Run({doubled}).status(), absl::OkStatus());

@@ -13,12 +13,6 @@
 namespace distflow {
 namespace {
 
-SessionOptions Target(GrpcServer* server) {
-  SessionOptions options;
-  options.target = server->target();
-  return options;
-}
-
 // A tensor of kElements int32s crosses from the ps to the worker (gRPC's
 // default limit is 4 MiB; the tensor goes as several chunks), and arrives
 // intact: slices around the chunk boundaries and at the end hold the values the
@@ -38,8 +32,8 @@ void CheckLargeTensorCrossesTasks(int32_t kElements) {
   Output tail = ops::Slice(worker.WithOpName("tail"), big,
                            Tensor::Vector<int32_t>({kElements - 2}),
                            Tensor::Vector<int32_t>({2}));
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
   ASSERT_TRUE(session.ok()) << session.status();
   auto out = (*session)->Run({boundary, tail});
   ASSERT_TRUE(out.ok()) << out.status();

@@ -50,12 +50,6 @@ int AwaitUnixConnections(const std::string& address, int want) {
   return now;
 }
 
-SessionOptions Target(GrpcServer* server) {
-  SessionOptions options;
-  options.target = server->target();
-  return options;
-}
-
 // Runs `steps` increments of a counter on the ps from the worker's session;
 // the counter's value afterwards.
 absl::StatusOr<float> CountOnPs(GrpcServer* worker, int steps) {
@@ -64,7 +58,7 @@ absl::StatusOr<float> CountOnPs(GrpcServer* worker, int steps) {
   ops::Variable counter(ps.WithOpName("counter"), Tensor::Scalar<float>(0));
   Output tick = ops::AssignAdd(ps.WithOpName("tick"), counter, 1.0f);
   Operation init = ops::GlobalVariablesInitializer(root);
-  auto session = ClientSession::Create(root, Target(worker));
+  auto session = ClientSession::Create(root, SessionTarget(worker));
   if (!session.ok()) return session.status();
   if (absl::Status s = (*session)->RunTargets({init}); !s.ok()) return s;
   for (int i = 0; i < steps; ++i) {
@@ -187,7 +181,7 @@ TEST_F(LocalSocketTest, SessionReachesItsMasterInAnotherProcessOnTheSocket) {
   UnregisterLocalMaster(server->target());
   Scope root = Scope::NewRootScope();
   Output sum = ops::Add(root, Tensor::Scalar<float>(2), 3.0f);
-  auto session = ClientSession::Create(root, Target(server));
+  auto session = ClientSession::Create(root, SessionTarget(server));
   ASSERT_TRUE(session.ok()) << session.status();
   auto out = (*session)->Run({sum});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -204,8 +198,8 @@ TEST_F(LocalSocketTest, RestartedTaskIsToldApartOverTheUnixSocket) {
                   Tensor::Scalar<float>(3));
   Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
   Operation init = ops::GlobalVariablesInitializer(root);
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
   ASSERT_EQ((*session)->Run({doubled}).status(), absl::OkStatus());

@@ -49,12 +49,6 @@ struct BlockedStep {
   Output size;
 };
 
-SessionOptions Target(GrpcServer* server) {
-  SessionOptions options;
-  options.target = server->target();
-  return options;
-}
-
 // Runs `step` on another thread and calls `stop` once the step is under
 // way (its ps part, a no-op, has ended). Returns the step's status and how
 // long it took. A step still running after kBound is a failure; the worker
@@ -83,19 +77,32 @@ absl::Status RunWhile(TestCluster* cluster, ClientSession* session,
   return status;
 }
 
-TEST(StepWatchTest, PsDyingAfterItsPartEndedFailsTheStepNamingIt) {
-  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  Scope root = Scope::NewRootScope();
-  BlockedStep step(root);
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
-  ASSERT_TRUE(session.ok()) << session.status();
-  const std::string ps_address = (*cluster)->address("ps", 0);
+// One ps and one worker, and a session on the worker's master for a
+// BlockedStep.
+class StepWatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto created = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+    ASSERT_TRUE(created.ok()) << created.status();
+    cluster = *std::move(created);
+    auto opened = ClientSession::Create(
+        root, SessionTarget(cluster->server("worker", 0)));
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    session = *std::move(opened);
+    ps_address = cluster->address("ps", 0);
+  }
 
+  Scope root = Scope::NewRootScope();
+  BlockedStep step{root};
+  std::unique_ptr<TestCluster> cluster;
+  std::unique_ptr<ClientSession> session;
+  std::string ps_address;
+};
+
+TEST_F(StepWatchTest, PsDyingAfterItsPartEndedFailsTheStepNamingIt) {
   std::chrono::steady_clock::duration elapsed;
   absl::Status s = RunWhile(
-      cluster->get(), session->get(), step, [&] { (*cluster)->Kill("ps", 0); },
+      cluster.get(), session.get(), step, [&] { cluster->Kill("ps", 0); },
       &elapsed);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_THAT(s.message(), HasSubstr(ps_address));
@@ -105,29 +112,20 @@ TEST(StepWatchTest, PsDyingAfterItsPartEndedFailsTheStepNamingIt) {
   // The worker's part was aborted, not left waiting: an element queued now
   // stays in the queue for the next dequeue, made by a step of the worker
   // alone.
-  ASSERT_EQ((*session)->RunTargets({step.put}), absl::OkStatus());
-  auto size = (*session)->Run({step.size});
+  ASSERT_EQ(session->RunTargets({step.put}), absl::OkStatus());
+  auto size = session->Run({step.size});
   ASSERT_TRUE(size.ok()) << size.status();
   EXPECT_EQ((*size)[0].scalar<int32_t>(), 1);
-  auto out = (*session)->Run({step.take});
+  auto out = session->Run({step.take});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<float>(), 7.0f);
 }
 
-TEST(StepWatchTest, PsRestartedAfterItsPartEndedFailsTheStepNamingIt) {
-  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  Scope root = Scope::NewRootScope();
-  BlockedStep step(root);
-  auto session =
-      ClientSession::Create(root, Target((*cluster)->server("worker", 0)));
-  ASSERT_TRUE(session.ok()) << session.status();
-  const std::string ps_address = (*cluster)->address("ps", 0);
-
+TEST_F(StepWatchTest, PsRestartedAfterItsPartEndedFailsTheStepNamingIt) {
   std::chrono::steady_clock::duration elapsed;
   absl::Status s = RunWhile(
-      cluster->get(), session->get(), step,
-      [&] { ASSERT_EQ((*cluster)->Restart("ps", 0), absl::OkStatus()); },
+      cluster.get(), session.get(), step,
+      [&] { ASSERT_EQ(cluster->Restart("ps", 0), absl::OkStatus()); },
       &elapsed);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr(ps_address));
@@ -136,8 +134,8 @@ TEST(StepWatchTest, PsRestartedAfterItsPartEndedFailsTheStepNamingIt) {
 
   // The next step registers with the restarted ps and runs: an element
   // queued first is there for its dequeue.
-  ASSERT_EQ((*session)->RunTargets({step.put}), absl::OkStatus());
-  auto out = (*session)->Run({}, {step.take}, {step.ps_done});
+  ASSERT_EQ(session->RunTargets({step.put}), absl::OkStatus());
+  auto out = session->Run({}, {step.take}, {step.ps_done});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<float>(), 7.0f);
 }

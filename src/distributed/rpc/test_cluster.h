@@ -10,9 +10,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "distflow/session.h"
 #include "distributed/rpc/grpc_server.h"
 
 namespace distflow {
+
+// Options of a session whose master is `server`'s task.
+inline SessionOptions SessionTarget(GrpcServer* server) {
+  SessionOptions options;
+  options.target = server->target();
+  return options;
+}
 
 class TestCluster {
  public:
