@@ -121,7 +121,7 @@ TEST(NanTensorHookTest, LossMustBeFloatingPoint) {
   EXPECT_THAT(session.status().message(), HasSubstr("int64"));
 }
 
-TEST(FinalOpsHookTest, RunsAtCloseAndKeepsTheValues) {
+TEST(FinalOpsHookTest, RunsInTheLastStepAndKeepsTheValues) {
   Scope root = Scope::NewRootScope();
   Diverging model(root);
   Output x = ops::Placeholder(root, DataType::kFloat);
@@ -133,14 +133,40 @@ TEST(FinalOpsHookTest, RunsAtCloseAndKeepsTheValues) {
   options.hooks.push_back(final_ops);
   auto session = Open(root, options);
   ASSERT_NE(session, nullptr);
-  while (!session->ShouldStop()) {
+  for (int step = 1; step <= 2; ++step) {
     ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok());
+    EXPECT_TRUE(final_ops->final_values().empty()) << "after step " << step;
   }
-  EXPECT_TRUE(final_ops->final_values().empty());
-  ASSERT_TRUE(session->Close().ok());
+  // The step that asks to stop runs the hooks' End; Close does not run it
+  // again, as no step ran after that one.
+  ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok());
+  EXPECT_TRUE(session->ShouldStop());
   ASSERT_EQ(final_ops->final_values().size(), 2u);
   EXPECT_EQ(final_ops->final_values()[0].scalar<int64_t>(), 3);
   EXPECT_EQ(final_ops->final_values()[1].scalar<float>(), 42.0f);
+  ASSERT_TRUE(session->Close().ok());
+  ASSERT_EQ(final_ops->final_values().size(), 2u);
+  EXPECT_EQ(final_ops->final_values()[0].scalar<int64_t>(), 3);
+}
+
+TEST(FinalOpsHookTest, RunsAgainAtCloseAfterStepsPastTheStop) {
+  Scope root = Scope::NewRootScope();
+  Diverging model(root);
+  auto final_ops = std::shared_ptr<FinalOpsHook>(
+      FinalOpsHook::Create({model.global_step}, {}));
+  MonitoredTrainingSession::Options options;
+  options.hooks.push_back(StopAtStepHook::Create(2));
+  options.hooks.push_back(final_ops);
+  auto session = Open(root, options);
+  ASSERT_NE(session, nullptr);
+  while (!session->ShouldStop()) {
+    ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok());
+  }
+  EXPECT_EQ(final_ops->final_values().at(0).scalar<int64_t>(), 2);
+  // A step after the stop (say, a last evaluation): End sees it at Close.
+  ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok());
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(final_ops->final_values().at(0).scalar<int64_t>(), 3);
 }
 
 TEST(LoggingTensorHookTest, LogsTheNamedTensorsEveryNSteps) {

@@ -134,12 +134,19 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::Run(
     absl::Status s;
     if (session_ == nullptr) s = CreateSession();
     if (s.ok()) {
-      auto out = RunHooked(feeds, fetches, targets);
-      if (out.ok()) {
+      bool stop_requested = false;
+      auto out = RunHooked(feeds, fetches, targets, &stop_requested);
+      // The step that ends training also runs the hooks' End (the chief's
+      // final checkpoint): a task that restarted since the last checkpoint
+      // then fails this step, which recovery handles like any other, and
+      // training goes on from the restored checkpoint to its end again.
+      if (out.ok() && stop_requested) s = EndHooks();
+      if (out.ok() && s.ok()) {
         last_progress_ = absl::Now();
+        if (stop_requested) stop_ = true;
         return out;
       }
-      s = out.status();
+      if (!out.ok()) s = out.status();
     }
     if (absl::IsOutOfRange(s)) {
       // The chief ended the job (EndJob) and a ps task refused this step:
@@ -148,7 +155,8 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::Run(
       ended_ = true;
       return s;
     }
-    if (!IsRecoverable(s)) {
+    if (!IsRecoverable(s) &&
+        !(session_ != nullptr && ModelWasLost(s, session_.get(), *scaffold_))) {
       failed_ = true;
       return s;
     }
@@ -173,7 +181,7 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::Run(
 
 absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::RunHooked(
     const ClientSession::FeedDict& feeds, const std::vector<Output>& fetches,
-    const std::vector<Operation>& targets) {
+    const std::vector<Operation>& targets, bool* stop_requested) {
   SessionRunContext context(&fetches, &targets, session_.get());
   ClientSession::FeedDict all_feeds = feeds;
   std::vector<Output> all_fetches = fetches;
@@ -206,9 +214,16 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::RunHooked(
         std::vector<Tensor>(out.begin() + firsts[i], out.begin() + end)};
     DF_RETURN_IF_ERROR(hooks_[i]->AfterRun(&context, values));
   }
-  if (context.stop_requested()) stop_ = true;
+  *stop_requested = context.stop_requested();
+  ++steps_;
   out.resize(fetches.size());
   return out;
+}
+
+absl::Status MonitoredTrainingSession::EndHooks() {
+  for (const auto& hook : hooks_) DF_RETURN_IF_ERROR(hook->End(session_.get()));
+  hooks_ended_after_ = steps_;
+  return absl::OkStatus();
 }
 
 absl::Status MonitoredTrainingSession::Close() {
@@ -223,8 +238,9 @@ absl::Status MonitoredTrainingSession::Close() {
     return first;
   }
   // After a failed step the model may be in any state: no final checkpoint
-  // or final ops then.
-  if (!failed_) {
+  // or final ops then. The step that asked to stop ran End already; it runs
+  // again only for steps run after that one.
+  if (!failed_ && hooks_ended_after_ != steps_) {
     for (const auto& hook : hooks_) first.Update(hook->End(session_.get()));
   }
   first.Update(session_->Close());

@@ -15,6 +15,7 @@
 #include "distflow/train/global_step.h"
 #include "distflow/train/hooks.h"
 #include "distflow/train/monitored_session.h"
+#include "distflow/train/saver.h"
 #include "distributed/rpc/test_cluster.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -293,6 +294,59 @@ TEST(MonitoredSessionClusterTest,
   // (on the ps that did not restart, restored too) counts 12 of them.
   EXPECT_EQ(steps, 13);
   EXPECT_EQ(w, 112.0f);
+}
+
+// Restarts a ps task (losing its variables) right after the step that asks
+// to stop, before the chief's final checkpoint: the window between the last
+// step and the end of training.
+class RestartPsWhenStopping : public SessionRunHook {
+ public:
+  explicit RestartPsWhenStopping(TestCluster* cluster) : cluster_(cluster) {}
+  absl::Status AfterRun(SessionRunContext* context,
+                        const SessionRunValues& values) override {
+    if (!context->stop_requested() || restarted_) return absl::OkStatus();
+    restarted_ = true;
+    return cluster_->Restart("ps", 0);
+  }
+
+ private:
+  TestCluster* cluster_;
+  bool restarted_ = false;
+};
+
+TEST(MonitoredSessionClusterTest, APsRestartBeforeTheFinalCheckpointIsRedone) {
+  auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::string dir = ::testing::TempDir() + "mts_final_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  Replica chief(2, 0);
+  auto options = OptionsFor(cluster->get(), 0);
+  options.checkpoint_dir = dir;
+  options.save_checkpoint_steps = 5;
+  // After the stop hook, so that it sees the stop asked for.
+  options.hooks.push_back(StopAtStepHook::Create(12));
+  options.hooks.push_back(
+      std::make_shared<RestartPsWhenStopping>(cluster->get()));
+  auto session = MonitoredTrainingSession::Create(chief.root, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  int runs = 0;
+  float w = 0;
+  while (!(*session)->ShouldStop()) {
+    auto out = (*session)->Run({chief.tick, chief.train});
+    ASSERT_TRUE(out.ok()) << out.status();
+    w = (*out)[1].scalar<float>();
+    ++runs;
+  }
+  // Global step 12 asked to stop; its final checkpoint found ps 0 restarted,
+  // so the session restored the checkpoint of step 10 and ran steps 11 and
+  // 12 again (the twelfth call ran step 11 again; a thirteenth ran 12).
+  EXPECT_EQ((*session)->num_recoveries(), 1);
+  EXPECT_EQ(runs, 13);
+  EXPECT_EQ(w, 112.0f);
+  ASSERT_TRUE((*session)->Close().ok());
+  auto latest = LatestCheckpoint(dir);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_THAT(*latest, HasSubstr("-12"));
 }
 
 }  // namespace

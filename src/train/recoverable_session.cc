@@ -14,21 +14,6 @@
 
 namespace distflow {
 namespace train {
-namespace {
-
-// Whether `failed` (a step's error) means that the model was lost: a task
-// that restarted has new, uninitialized variables, and a step whose
-// partitions are registered on it afresh (a step this session never ran
-// before) fails with FAILED_PRECONDITION rather than ABORTED. The ready op
-// tells that case from a variable the program never initialized.
-bool ModelWasLost(const absl::Status& failed, ClientSession* session,
-                  const Scaffold& scaffold) {
-  if (!absl::IsFailedPrecondition(failed)) return false;
-  auto missing = NotReady(session, scaffold.ready_op());
-  return !missing.ok() || !missing->empty();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<RecoverableSession>> RecoverableSession::Create(
     const Scope& scope, const MonitoredTrainingSession::Options& options) {

@@ -144,6 +144,13 @@ bool IsRecoverable(const absl::Status& status) {
          absl::IsCancelled(status);
 }
 
+bool ModelWasLost(const absl::Status& failed, ClientSession* session,
+                  const Scaffold& scaffold) {
+  if (!absl::IsFailedPrecondition(failed)) return false;
+  auto missing = NotReady(session, scaffold.ready_op());
+  return !missing.ok() || !missing->empty();
+}
+
 absl::StatusOr<std::vector<std::string>> NotReady(ClientSession* session,
                                                   const Output& ready_op) {
   DF_ASSIGN_OR_RETURN(std::vector<Tensor> out, session->Run({ready_op}));

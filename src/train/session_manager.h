@@ -53,6 +53,15 @@ absl::StatusOr<std::vector<std::string>> NotReady(ClientSession* session,
 // (ABORTED), or that shut down during the step (CANCELLED).
 bool IsRecoverable(const absl::Status& status);
 
+// Whether `failed` (a step's error) means that the model was lost: a task
+// that restarted has new, uninitialized variables, and a step whose
+// partitions are registered on it afresh (a step the session never ran
+// before, such as a checkpoint's save) fails with FAILED_PRECONDITION rather
+// than ABORTED. The ready op tells that case from a variable the program
+// never initialized.
+bool ModelWasLost(const absl::Status& failed, ClientSession* session,
+                  const Scaffold& scaffold);
+
 }  // namespace train
 }  // namespace distflow
 

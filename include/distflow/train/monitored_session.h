@@ -20,16 +20,22 @@
 //
 // Recovery. A step that fails with UNAVAILABLE, ABORTED or CANCELLED (a task
 // died, restarted and lost its state, or shut down during the step; the
-// master's own task restarting, which loses the session itself) closes
+// master's own task restarting, which loses the session itself), or with
+// FAILED_PRECONDITION while the ready op reports variables uninitialized (a
+// step new to the session reached a ps task that restarted), closes
 // the session, creates it again as above (so the chief restores the latest
 // checkpoint and the others wait for it), calls every hook's
 // AfterCreateSession and runs the step again. Any other error goes to the
 // caller. Recovery gives up, returning the error, when no step has succeeded
 // for max_wait_secs.
 //
-// The end. Training ends normally when a hook asks to stop (on the chief,
-// Close then writes the final checkpoint and calls on_training_end, which
-// tells the ps tasks the job is done), or when a ps task refuses the step
+// The end. Training ends normally when a hook asks to stop. The step in
+// which it asks also calls every hook's End (on the chief: the final
+// checkpoint), so a ps task that restarted after the last checkpoint fails
+// that step, and recovery restores the checkpoint and training goes on to
+// its last step again; ShouldStop() turns true once End has succeeded. The
+// chief's Close then calls on_training_end, which tells the ps tasks the
+// job is done. Training also ends when a ps task refuses the step
 // with OUT_OF_RANGE because the chief has ended the job (EndJob in
 // server.h): Run then returns that OUT_OF_RANGE, ShouldStop() turns true and
 // Close() succeeds. A worker's loop treats OUT_OF_RANGE as the end, not as an
@@ -121,7 +127,8 @@ class MonitoredTrainingSession {
     std::vector<std::shared_ptr<SessionRunHook>> chief_only_hooks;
     // The chief's checkpoints (given checkpoint_dir): every
     // save_checkpoint_steps global steps when positive, else every
-    // save_checkpoint_secs seconds when positive, else never; and at Close.
+    // save_checkpoint_secs seconds when positive, else never; and at the
+    // end (in the step that asks to stop).
     double save_checkpoint_secs = 600;
     int64_t save_checkpoint_steps = 0;
     // The chief's summaries (given a summary directory): every
@@ -168,7 +175,8 @@ class MonitoredTrainingSession {
   // Close.
   bool ShouldStop() const { return stop_ || ended_ || failed_ || closed_; }
 
-  // Calls every hook's End (unless a step failed), then closes the session.
+  // Calls every hook's End (unless a step failed, or End ran in the step
+  // that asked to stop and no step ran since), then closes the session.
   // Returns the first error. Later calls do nothing.
   absl::Status Close();
 
@@ -183,9 +191,12 @@ class MonitoredTrainingSession {
   // hook's AfterCreateSession.
   absl::Status CreateSession();
   // One step with the hooks around it, on the current session.
+  // Sets *stop_requested when a hook asked to stop.
   absl::StatusOr<std::vector<Tensor>> RunHooked(
       const ClientSession::FeedDict& feeds, const std::vector<Output>& fetches,
-      const std::vector<Operation>& targets);
+      const std::vector<Operation>& targets, bool* stop_requested);
+  // Calls every hook's End, as the step that ends training does.
+  absl::Status EndHooks();
 
   Scope scope_;
   Options options_;
@@ -201,6 +212,10 @@ class MonitoredTrainingSession {
   bool ended_ = false;
   bool closed_ = false;
   int num_recoveries_ = 0;
+  // Steps that succeeded, and their count when the hooks' End last ran
+  // (-1: never).
+  int64_t steps_ = 0;
+  int64_t hooks_ended_after_ = -1;
 };
 
 }  // namespace train

@@ -9,7 +9,9 @@
 //   BeforeRun(context)           before each step: may ask for more fetches,
 //                                targets or feeds, which run in the same step
 //   AfterRun(context, values)    after each step, with the values it asked for
-//   End(session)                 once, when the session closes normally
+//   End(session)                 in the step that asks to stop, and at Close
+//                                if steps ran after that one (none after
+//                                a failed step): must be safe to repeat
 // Every method may fail; the monitored session then reports that error.
 #ifndef DISTFLOW_TRAIN_SESSION_RUN_HOOK_H_
 #define DISTFLOW_TRAIN_SESSION_RUN_HOOK_H_
