@@ -2,7 +2,9 @@
 // after its part of a step has ended, while the worker's part (in this
 // process, which also runs the master) still waits: the step must fail
 // within seconds with UNAVAILABLE naming the ps's address, not wait for the
-// step deadline, and the worker must be free for the next step.
+// step deadline, and the worker must be free for the next step. A ps frozen
+// with SIGSTOP at that point fails the step too, once gRPC's keepalive finds
+// it silent.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -28,6 +30,8 @@ using ::testing::HasSubstr;
 // The master probes once a second; the step deadline it would otherwise
 // wait for is an hour.
 constexpr auto kBound = std::chrono::seconds(8);
+// For a frozen ps: the keepalive's bound, with room for a loaded machine.
+constexpr auto kFrozenBound = std::chrono::seconds(25);
 // For the ps process to start (generous: the machine may be loaded).
 constexpr auto kStartTimeout = std::chrono::seconds(60);
 
@@ -107,7 +111,8 @@ TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
   ASSERT_NE(server_, nullptr);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_THAT(status.message(), HasSubstr(ps_address_));
-  EXPECT_THAT(status.message(), HasSubstr("died after its part of step"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("died or stopped answering after its part of step"));
   EXPECT_LT(elapsed, kBound);
 
   // The worker's part was aborted, not left waiting on the queue: an
@@ -141,6 +146,36 @@ TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
   EXPECT_TRUE(ended) << "the step waited for the probe of the frozen ps";
   EXPECT_EQ(status, absl::OkStatus());
   EXPECT_LT(elapsed, std::chrono::seconds(5));
+}
+
+// A ps frozen (SIGSTOP) after its part of a step ended, while the worker's
+// part still waits: the step fails once the connection's keepalive finds
+// the ps silent, naming its address, and does not wait for the step
+// deadline.
+TEST_F(StepWatchProcessTest, FrozenPsFailsTheStepNamingIt) {
+  absl::Status status;
+  absl::Notification done;
+  std::thread runner([&] {
+    status = session_->Run({}, {take_}, {ps_done_}).status();
+    done.Notify();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ps_->Pause();
+  const auto start = std::chrono::steady_clock::now();
+  const bool ended = done.WaitForNotificationWithTimeout(absl::Seconds(40));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ps_->Resume();
+  if (!ended) {
+    ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
+  }
+  runner.join();
+  ASSERT_TRUE(ended) << "the step still waited 40 s after the ps froze";
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr(ps_address_));
+  EXPECT_THAT(status.message(), HasSubstr("stopped answering"));
+  // gRPC's keepalive (a ping every 2 s, 5 s to answer) closes the silent
+  // connection, and the next probe fails: 12 s on an idle machine.
+  EXPECT_LT(elapsed, kFrozenBound);
 }
 
 }  // namespace

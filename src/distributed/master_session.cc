@@ -270,7 +270,8 @@ void ProbeFinishedTasks(const std::shared_ptr<StepCalls>& state,
             FailStep(
                 state, step_id,
                 absl::UnavailableError(absl::StrCat(
-                    where, " died after its part of step ", step_id,
+                    where, " died or stopped answering after its part of step ",
+                    step_id,
                     " had ended, while other tasks were still running "
                     "theirs: ",
                     s.message(), ". Restart the task and run the step again")));
