@@ -12,6 +12,7 @@
 #include "distributed/rpc/client_unary_call.h"
 #include "distributed/rpc/completion_queue_spin.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/run_graph_stream.h"
 #include "distributed/rpc/same_host.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -72,6 +73,10 @@ class GrpcRemoteWorker : public WorkerInterface {
   void RunGraphAsync(const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
+    if (OnStream(*request)) {
+      CallOnStream(*request, response, std::move(done));
+      return;
+    }
     Call(deadlines_.step_ms, "RunGraph", std::move(done),
          [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
              grpc::Status* status, void* tag) {
@@ -93,6 +98,11 @@ class GrpcRemoteWorker : public WorkerInterface {
       request = &with_feeds;
     }
     proto::RunGraphResponse response;
+    if (OnStream(*request)) {
+      absl::Status s = WaitOnStream(*request, &response);
+      if (!s.ok()) return s;
+      return DecodeRunGraphFetches(response, request->num_fetches(), fetches);
+    }
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(deadlines_.step_ms));
@@ -154,6 +164,13 @@ class GrpcRemoteWorker : public WorkerInterface {
   // and wait for the callbacks.
   ~GrpcRemoteWorker() override {
     // (owned_threads_, if any, outlives the calls: it is destroyed last.)
+    std::shared_ptr<RunGraphStreamClient> stream;
+    {
+      absl::MutexLock lock(&stream_mu_);
+      streams_closed_ = true;
+      stream = std::move(stream_);
+    }
+    if (stream != nullptr) stream->Close();
     std::vector<std::shared_ptr<grpc::ClientContext>> calls;
     {
       absl::MutexLock lock(&tracked_mu_);
@@ -192,6 +209,65 @@ class GrpcRemoteWorker : public WorkerInterface {
           done(FromGrpcCallStatus(s, task_, address_, method));
           EndTracked(id);  // the last use of this object
         });
+  }
+
+  // Whether a RunGraph goes on the stream: unless turned off, or it carries
+  // feeds (which the stream's message would copy).
+  static bool OnStream(const proto::RunGraphRequest& request) {
+    return UseRunGraphStream() && request.feed_size() == 0;
+  }
+
+  // Sends a RunGraph on the stream to this task, opening one if there is
+  // none or the last one failed.
+  void CallOnStream(const proto::RunGraphRequest& request,
+                    proto::RunGraphResponse* response, StatusCallback done) {
+    // A stream fails only after it has been opened, so a second one takes
+    // the call unless this task's RPC layer is shutting down.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      std::shared_ptr<RunGraphStreamClient> stream;
+      {
+        absl::MutexLock lock(&stream_mu_);
+        if (streams_closed_) break;
+        if (stream_ == nullptr) {
+          stream_ = RunGraphStreamClient::Open(stub_.get(), threads_, task_,
+                                               address_);
+        }
+        stream = stream_;
+      }
+      if (stream->Call(request, response,
+                       absl::Milliseconds(deadlines_.step_ms), done)) {
+        return;
+      }
+      absl::MutexLock lock(&stream_mu_);
+      if (stream_ == stream) stream_.reset();
+    }
+    done(FromGrpcCallStatus(
+        grpc::Status(grpc::StatusCode::CANCELLED,
+                     "this task's RPC layer is shutting down"),
+        task_, address_, "RunGraph"));
+  }
+
+  // The blocking form: this thread polls for the answer for a while before
+  // it sleeps (a small step's answer comes back in tens of microseconds).
+  absl::Status WaitOnStream(const proto::RunGraphRequest& request,
+                            proto::RunGraphResponse* response) {
+    struct State {
+      std::atomic<bool> answered{false};
+      absl::Notification done;
+      absl::Status status;
+    };
+    auto state = std::make_shared<State>();
+    CallOnStream(request, response, [state](const absl::Status& s) {
+      state->status = s;
+      state->answered.store(true, std::memory_order_release);
+      state->done.Notify();
+    });
+    const absl::Time until = absl::Now() + CallerSpin();
+    while (!state->answered.load(std::memory_order_acquire) &&
+           absl::Now() < until) {
+    }
+    state->done.WaitForNotification();
+    return state->status;
   }
 
   // Sends one PushTensor message; `done` gets the call's status (and the
@@ -337,6 +413,10 @@ class GrpcRemoteWorker : public WorkerInterface {
   // between the processes are not permitted).
   const bool same_host_;
   std::atomic<bool> same_host_refused_{false};
+  // The stream that RunGraph calls to this task go on (run_graph_stream.h).
+  absl::Mutex stream_mu_;
+  std::shared_ptr<RunGraphStreamClient> stream_ ABSL_GUARDED_BY(stream_mu_);
+  bool streams_closed_ ABSL_GUARDED_BY(stream_mu_) = false;
   absl::Mutex tracked_mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<grpc::ClientContext>> tracked_
       ABSL_GUARDED_BY(tracked_mu_);

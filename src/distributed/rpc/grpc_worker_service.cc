@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/run_graph_stream.h"
 #include "distributed/rpc/server_unary_call.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.grpc.pb.h"
@@ -20,10 +21,11 @@ using Service = proto::WorkerService::WithAsyncMethod_GetStatus<
     proto::WorkerService::WithAsyncMethod_RegisterGraph<
         proto::WorkerService::WithAsyncMethod_DeregisterGraph<
             proto::WorkerService::WithAsyncMethod_RunGraph<
-                proto::WorkerService::WithAsyncMethod_AbortStep<
-                    proto::WorkerService::WithRawMethod_PushTensor<
-                        proto::WorkerService::WithAsyncMethod_Shutdown<
-                            proto::WorkerService::Service>>>>>>>;
+                proto::WorkerService::WithAsyncMethod_RunGraphStream<
+                    proto::WorkerService::WithAsyncMethod_AbortStep<
+                        proto::WorkerService::WithRawMethod_PushTensor<
+                            proto::WorkerService::WithAsyncMethod_Shutdown<
+                                proto::WorkerService::Service>>>>>>>>;
 
 using Finish = std::function<void(const grpc::Status&)>;
 
@@ -44,19 +46,27 @@ class GrpcWorkerService : public AsyncService {
     Forward(&deregister_graph_, &Service::RequestDeregisterGraph,
             &Worker::DeregisterGraphAsync);
     Forward(&run_graph_, &Service::RequestRunGraph, &Worker::RunGraphAsync);
-    // A RunGraph whose caller goes away (its master died, or cancelled the
-    // call) aborts its step here, so that the step's ops waiting for tensors
-    // from the dead task do not wait forever.
     run_graph_.on_cancel = [this](const proto::RunGraphRequest& request) {
-      auto abort = std::make_shared<proto::AbortStepRequest>();
-      abort->set_step_id(request.step_id());
-      abort->set_code(static_cast<int>(absl::StatusCode::kCancelled));
-      abort->set_message(absl::StrCat("the master of step ", request.step_id(),
-                                      " cancelled it or went away"));
-      auto response = std::make_shared<proto::AbortStepResponse>();
-      worker_->AbortStepAsync(abort.get(), response.get(),
-                              [abort, response](const absl::Status&) {});
+      AbortAbandonedStep(request);
     };
+    // The same calls as messages on a stream that stays open between steps.
+    run_graph_stream_.request =
+        [this](grpc::ServerContext* ctx,
+               grpc::ServerAsyncReaderWriter<proto::RunGraphStreamResponse,
+                                             proto::RunGraphStreamRequest>*
+                   stream,
+               grpc::ServerCompletionQueue* cq, void* tag) {
+          service_.RequestRunGraphStream(ctx, stream, cq, cq, tag);
+        };
+    run_graph_stream_.handle = [this](const proto::RunGraphRequest* request,
+                                      proto::RunGraphResponse* response,
+                                      StatusCallback done) {
+      worker_->RunGraphAsync(request, response, std::move(done));
+    };
+    run_graph_stream_.on_cancel =
+        [this](const proto::RunGraphRequest& request) {
+          AbortAbandonedStep(request);
+        };
     Forward(&abort_step_, &Service::RequestAbortStep, &Worker::AbortStepAsync);
     abort_step_.handle = [this](const proto::AbortStepRequest* request,
                                 proto::AbortStepResponse* response,
@@ -85,6 +95,7 @@ class GrpcWorkerService : public AsyncService {
     Await(&register_graph_, cq, threads);
     Await(&deregister_graph_, cq, threads);
     Await(&run_graph_, cq, threads);
+    AwaitRunGraphStreams(&run_graph_stream_, cq, threads);
     Await(&abort_step_, cq, threads);
     Await(&push_tensor_, cq, threads);
     Await(&shutdown_, cq, threads);
@@ -111,6 +122,20 @@ class GrpcWorkerService : public AsyncService {
                                      Finish finish) {
       (worker_->*handler)(request, response, Finisher(std::move(finish)));
     };
+  }
+
+  // A RunGraph whose caller goes away (its master died, or cancelled the
+  // call) aborts its step here, so that the step's ops waiting for tensors
+  // from the dead task do not wait forever.
+  void AbortAbandonedStep(const proto::RunGraphRequest& request) {
+    auto abort = std::make_shared<proto::AbortStepRequest>();
+    abort->set_step_id(request.step_id());
+    abort->set_code(static_cast<int>(absl::StatusCode::kCancelled));
+    abort->set_message(absl::StrCat("the master of step ", request.step_id(),
+                                    " cancelled it or went away"));
+    auto response = std::make_shared<proto::AbortStepResponse>();
+    worker_->AbortStepAsync(abort.get(), response.get(),
+                            [abort, response](const absl::Status&) {});
   }
 
   void PushTensor(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
@@ -144,6 +169,7 @@ class GrpcWorkerService : public AsyncService {
   Method<proto::DeregisterGraphRequest, proto::DeregisterGraphResponse>
       deregister_graph_;
   Method<proto::RunGraphRequest, proto::RunGraphResponse> run_graph_;
+  RunGraphStreamMethod run_graph_stream_;
   Method<proto::AbortStepRequest, proto::AbortStepResponse> abort_step_;
   Method<grpc::ByteBuffer, grpc::ByteBuffer> push_tensor_;
   Method<proto::ShutdownRequest, proto::ShutdownResponse> shutdown_;

@@ -1,0 +1,65 @@
+// One operation's tag on a completion queue polled by distflow's threads
+// (completion_queue_threads.h) that runs a function when the operation
+// completes. For calls made of several operations (a stream's start, reads,
+// writes and finish), where each operation needs a tag of its own.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_CALLBACK_TAG_H_
+#define DISTFLOW_DISTRIBUTED_RPC_CALLBACK_TAG_H_
+
+#include <functional>
+#include <utility>
+
+#include "distributed/rpc/completion_queue_threads.h"
+
+namespace distflow {
+
+class CallbackTag : public CqTag {
+ public:
+  // A tag that calls `on_event(ok)` on a polling thread when its operation
+  // completes, then deletes itself; `on_cancel` (may be empty) is called if
+  // the queue closes first, under the queue's lock (it must not block), to
+  // make the operation end soon. Null if the queue is closing: then start no
+  // operation.
+  static CallbackTag* New(CompletionQueueThreads* threads,
+                          std::function<void(bool ok)> on_event,
+                          std::function<void()> on_cancel = {}) {
+    auto* tag =
+        new CallbackTag(threads, std::move(on_event), std::move(on_cancel));
+    if (!tag->Track()) {
+      tag->Release();
+      return nullptr;
+    }
+    return tag;
+  }
+  // The same, but never null: for an operation that ends at once on a call
+  // that was cancelled (a stream's Finish), which the closing queue then
+  // waits for like any other.
+  static CallbackTag* NewForEnding(CompletionQueueThreads* threads,
+                                   std::function<void(bool ok)> on_event) {
+    auto* tag = new CallbackTag(threads, std::move(on_event), {});
+    (void)tag->Track();
+    return tag;
+  }
+
+  void OnEvent(bool ok) override {
+    on_event_(ok);
+    Release();
+  }
+  void Cancel() override {
+    if (on_cancel_) on_cancel_();
+  }
+
+ private:
+  CallbackTag(CompletionQueueThreads* threads,
+              std::function<void(bool ok)> on_event,
+              std::function<void()> on_cancel)
+      : CqTag(threads),
+        on_event_(std::move(on_event)),
+        on_cancel_(std::move(on_cancel)) {}
+
+  std::function<void(bool ok)> on_event_;
+  std::function<void()> on_cancel_;
+};
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_CALLBACK_TAG_H_
