@@ -22,33 +22,35 @@ bool UseRunGraphStream() {
 
 // ----- The calling side -----
 
-RunGraphStreamClient::RunGraphStreamClient(CompletionQueueThreads* threads,
+RunGraphStreamClient::RunGraphStreamClient(proto::WorkerService::Stub* stub,
+                                           CompletionQueueThreads* threads,
                                            std::string task,
                                            std::string address)
-    : threads_(threads), task_(std::move(task)), address_(std::move(address)) {}
+    : stub_(stub),
+      threads_(threads),
+      task_(std::move(task)),
+      address_(std::move(address)) {}
 
 std::shared_ptr<RunGraphStreamClient> RunGraphStreamClient::Open(
     proto::WorkerService::Stub* stub, CompletionQueueThreads* threads,
     std::string task, std::string address) {
-  auto client = std::make_shared<RunGraphStreamClient>(
-      threads, std::move(task), std::move(address));
-  client->Start(stub);
-  return client;
+  return std::make_shared<RunGraphStreamClient>(stub, threads, std::move(task),
+                                                std::move(address));
 }
 
-void RunGraphStreamClient::Start(proto::WorkerService::Stub* stub) {
+bool RunGraphStreamClient::Start() {
   auto self = shared_from_this();
-  absl::MutexLock lock(&mu_);
   CallbackTag* tag = CallbackTag::New(
       threads_, [self](bool ok) { self->OnStarted(ok); },
       [this] { ctx_.TryCancel(); });
   if (tag == nullptr) {  // this task's RPC layer is shutting down
     failed_ = true;
     over_.Notify();
-    return;
+    return false;
   }
-  stream_ = stub->PrepareAsyncRunGraphStream(&ctx_, threads_->cq());
+  stream_ = stub_->PrepareAsyncRunGraphStream(&ctx_, threads_->cq());
   stream_->StartCall(tag);
+  return true;
 }
 
 bool RunGraphStreamClient::Call(const proto::RunGraphRequest& request,
@@ -56,6 +58,8 @@ bool RunGraphStreamClient::Call(const proto::RunGraphRequest& request,
                                 absl::Duration timeout, Done done) {
   absl::MutexLock lock(&mu_);
   if (failed_) return false;
+  // The stream starts with its first call, which it therefore always takes.
+  if (stream_ == nullptr && !Start()) return false;
   const uint64_t id = next_id_++;
   const absl::Time deadline = absl::Now() + timeout;
   proto::RunGraphStreamRequest& message = to_write_.emplace_back();
@@ -71,6 +75,10 @@ bool RunGraphStreamClient::Call(const proto::RunGraphRequest& request,
 void RunGraphStreamClient::Close() {
   {
     absl::MutexLock lock(&mu_);
+    if (stream_ == nullptr) {  // never started: nothing to wait for
+      failed_ = true;
+      return;
+    }
     Fail();
     MaybeFinish();
   }
@@ -120,10 +128,12 @@ void RunGraphStreamClient::ArmAlarm(absl::Time at) {
 }
 
 void RunGraphStreamClient::Fail() {
-  if (!failed_) {
-    failed_ = true;
-    ctx_.TryCancel();
-  }
+  if (!failed_) ctx_.TryCancel();
+  Ended();
+}
+
+void RunGraphStreamClient::Ended() {
+  failed_ = true;
   if (alarm_armed_) alarm_.Cancel();
 }
 
@@ -141,7 +151,9 @@ void RunGraphStreamClient::OnWritten(bool ok) {
   writing_ = false;
   to_write_.pop_front();
   if (!ok) {
-    Fail();  // the stream is broken; the read ends too
+    // The stream broke; its read fails too, and Finish says why (cancelling
+    // it here would hide that).
+    Ended();
   } else if (!failed_ && !to_write_.empty() && !StartWrite()) {
     Fail();
   }
@@ -171,7 +183,7 @@ void RunGraphStreamClient::OnRead(bool ok) {
       incoming_.Clear();
       if (!StartRead()) Fail();
     } else {
-      Fail();  // the stream ended: Finish says why
+      Ended();  // Finish says why
     }
     MaybeFinish();
   }

@@ -50,15 +50,16 @@ class RunGraphStreamClient
  public:
   using Done = std::function<void(const absl::Status&)>;
 
-  // Opens a stream on `stub`'s channel (the stub outlives the stream).
+  // A stream on `stub`'s channel (the stub outlives the stream), opened by
+  // its first call.
   static std::shared_ptr<RunGraphStreamClient> Open(
       proto::WorkerService::Stub* stub, CompletionQueueThreads* threads,
       std::string task, std::string address);
 
   // Sends `request` (copied). `done` gets the call's status, with the answer
-  // in `*response`, from a polling thread (or from this call, if the stream
-  // cannot take it). Returns false, without calling `done`, if the stream
-  // has failed: open another.
+  // in `*response`, on a polling thread. Returns false, without calling
+  // `done`, if the stream has failed (open another) or this task's RPC layer
+  // is shutting down; the first call of a stream is always taken otherwise.
   bool Call(const proto::RunGraphRequest& request,
             proto::RunGraphResponse* response, absl::Duration timeout,
             Done done);
@@ -67,7 +68,8 @@ class RunGraphStreamClient
   // the stream is over and every `done` has returned.
   void Close();
 
-  RunGraphStreamClient(CompletionQueueThreads* threads, std::string task,
+  RunGraphStreamClient(proto::WorkerService::Stub* stub,
+                       CompletionQueueThreads* threads, std::string task,
                        std::string address);
 
  private:
@@ -77,7 +79,8 @@ class RunGraphStreamClient
     absl::Time deadline;
   };
 
-  void Start(proto::WorkerService::Stub* stub);
+  // Starts the stream; false if this task's RPC layer is shutting down.
+  bool Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnStarted(bool ok);
   void OnWritten(bool ok);
   void OnRead(bool ok);
@@ -90,10 +93,13 @@ class RunGraphStreamClient
   // Marks the stream failed and cancels it; its read then fails and the
   // stream finishes.
   void Fail() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the stream failed after it broke by itself (Finish tells why).
+  void Ended() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the stream once nothing is outstanding.
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CallStatus(const grpc::Status& s) const;
 
+  proto::WorkerService::Stub* const stub_;
   CompletionQueueThreads* const threads_;
   const std::string task_;
   const std::string address_;
