@@ -192,6 +192,7 @@ void RunGraphStreamClient::OnRead(bool ok) {
 
 void RunGraphStreamClient::OnAlarm(bool ok) {
   std::vector<Done> expired;
+  std::vector<uint64_t> expired_ids;
   {
     absl::MutexLock lock(&mu_);
     alarm_armed_ = false;
@@ -200,6 +201,7 @@ void RunGraphStreamClient::OnAlarm(bool ok) {
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->second.deadline <= now) {
         expired.push_back(std::move(it->second.done));
+        expired_ids.push_back(it->first);
         pending_.erase(it++);
       } else {
         next = std::min(next, it->second.deadline);
@@ -207,6 +209,17 @@ void RunGraphStreamClient::OnAlarm(bool ok) {
       }
     }
     if (!failed_ && next != absl::InfiniteFuture()) ArmAlarm(next);
+    // The task aborts those steps, as the end of a unary call's deadline
+    // would make it do.
+    for (uint64_t id : expired_ids) {
+      proto::RunGraphStreamRequest& cancel = to_write_.emplace_back();
+      cancel.set_id(id);
+      cancel.set_cancel(true);
+    }
+    if (!failed_ && started_ && !writing_ && !to_write_.empty() &&
+        !StartWrite()) {
+      Fail();
+    }
   }
   const absl::Status late = CallStatus(
       grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"));
@@ -298,7 +311,12 @@ class ServerStream : public std::enable_shared_from_this<ServerStream> {
     {
       absl::MutexLock lock(&mu_);
       reading_ = false;
-      if (ok) {
+      if (ok && incoming_.cancel()) {
+        auto it = running_.find(incoming_.id());
+        if (it != running_.end()) abandoned.push_back(it->second);
+        incoming_.Clear();
+        if (!StartRead()) read_ended_ = true;
+      } else if (ok) {
         call = std::make_shared<Call>();
         call->request.Swap(&incoming_);
         running_.emplace(call->request.id(), call);

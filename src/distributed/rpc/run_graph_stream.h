@@ -15,9 +15,9 @@
 // Failures keep the unary call's meaning: a stream that breaks (the task
 // died, or its connection did) fails every call still waiting with the
 // transport's status, naming the task and its address; a call past its
-// deadline fails with DEADLINE_EXCEEDED; on the serving side, a stream that
-// breaks with steps still running aborts them, as a cancelled unary RunGraph
-// does.
+// deadline fails with DEADLINE_EXCEEDED and tells the task, which aborts the
+// step; on the serving side, a stream that breaks with steps still running
+// aborts them, as a cancelled unary RunGraph does.
 #ifndef DISTFLOW_DISTRIBUTED_RPC_RUN_GRAPH_STREAM_H_
 #define DISTFLOW_DISTRIBUTED_RPC_RUN_GRAPH_STREAM_H_
 
@@ -143,7 +143,8 @@ struct RunGraphStreamMethod {
                      std::function<void(const absl::Status&)> done)>
       handle;
   // Called for each call still running when its stream breaks (the caller
-  // went away), as for a cancelled unary RunGraph.
+  // went away) or its caller gives up on it (its deadline passed), as for a
+  // cancelled unary RunGraph.
   std::function<void(const proto::RunGraphRequest& request)> on_cancel;
 };
 
