@@ -73,10 +73,7 @@ class GrpcRemoteWorker : public WorkerInterface {
   void RunGraphAsync(const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
-    if (OnStream(*request)) {
-      CallOnStream(*request, response, std::move(done));
-      return;
-    }
+    // Unary: see OnStream.
     Call(deadlines_.step_ms, "RunGraph", std::move(done),
          [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
              grpc::Status* status, void* tag) {
@@ -211,8 +208,15 @@ class GrpcRemoteWorker : public WorkerInterface {
         });
   }
 
-  // Whether a RunGraph goes on the stream: unless turned off, or it carries
-  // feeds (which the stream's message would copy).
+  // Whether a blocking RunGraph goes on the stream: unless turned off, or it
+  // carries feeds (which the stream's message would copy). Only the blocking
+  // form uses it: that call is a one-partition step's whole time (a tiny
+  // step's median fell from 122-133 us to 49-61 us). The asynchronous form,
+  // one of a step's several partitions, stays unary: a stream call adds a
+  // completion event (its write's), which wakes the polling thread once more
+  // per step, and training steps of 1 ps + 1 worker measured 2.5 more
+  // context switches per step on the worker and no faster
+  // (docs/benchmarks.md, "RunGraph on a stream").
   static bool OnStream(const proto::RunGraphRequest& request) {
     return UseRunGraphStream() && request.feed_size() == 0;
   }

@@ -51,11 +51,11 @@ class GrpcWorkerService : public AsyncService {
     };
     // The same calls as messages on a stream that stays open between steps.
     run_graph_stream_.request =
-        [this](grpc::ServerContext* ctx,
-               grpc::ServerAsyncReaderWriter<proto::RunGraphStreamResponse,
-                                             proto::RunGraphStreamRequest>*
-                   stream,
-               grpc::ServerCompletionQueue* cq, void* tag) {
+        [this](
+            grpc::ServerContext* ctx,
+            grpc::ServerAsyncReaderWriter<proto::RunGraphStreamResponse,
+                                          proto::RunGraphStreamRequest>* stream,
+            grpc::ServerCompletionQueue* cq, void* tag) {
           service_.RequestRunGraphStream(ctx, stream, cq, cq, tag);
         };
     run_graph_stream_.handle = [this](const proto::RunGraphRequest* request,

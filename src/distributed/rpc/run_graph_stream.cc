@@ -235,10 +235,9 @@ void RunGraphStreamClient::OnFinished() {
   // The caller never ends the stream but by cancelling it, so an OK end
   // means the task ended it.
   const grpc::Status ended =
-      finish_status_.ok()
-          ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                         "the task ended the RunGraph stream")
-          : finish_status_;
+      finish_status_.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                         "the task ended the RunGraph stream")
+                          : finish_status_;
   const absl::Status status = CallStatus(ended);
   for (auto& [id, call] : pending) call.done(status);
   over_.Notify();
@@ -331,11 +330,9 @@ class ServerStream : public std::enable_shared_from_this<ServerStream> {
     }
     if (call != nullptr) {
       auto self = shared_from_this();
-      method_->handle(&call->request.request(),
-                      call->response.mutable_response(),
-                      [self, call](const absl::Status& s) {
-                        self->Answer(call, s);
-                      });
+      method_->handle(
+          &call->request.request(), call->response.mutable_response(),
+          [self, call](const absl::Status& s) { self->Answer(call, s); });
     }
     for (const auto& running : abandoned) {
       method_->on_cancel(running->request.request());

@@ -2,6 +2,8 @@
 // against a real ps server on 127.0.0.1: overlapping calls each get their own
 // answer, a call past its deadline fails alone, and a caller that goes away
 // leaves no step running on the task.
+#include "distributed/rpc/run_graph_stream.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -9,9 +11,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "distflow/tensor.h"
-#include "distributed/rpc/grpc_remote_worker.h"
+#include "distributed/rpc/completion_queue_threads.h"
 #include "distributed/rpc/grpc_util.h"
-#include "distributed/rpc/run_graph_stream.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
 #include "distributed/worker.h"
@@ -39,19 +40,20 @@ struct Outcome {
 class RunGraphStreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(UseRunGraphStream())
-        << "DISTFLOW_RUN_GRAPH_STREAM=0 turns off what these tests test";
     auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(*cluster);
     ps_ = cluster_->server("ps", 0);
   }
 
-  std::unique_ptr<WorkerInterface> Connect(int64_t step_ms = 60'000) {
-    RpcDeadlines deadlines;
-    deadlines.step_ms = step_ms;
-    return NewGrpcRemoteWorker(NewChannel(cluster_->address("ps", 0)), kPs,
-                               cluster_->address("ps", 0), deadlines);
+  // A stream to the ps, its calls' events polled by a thread of its own.
+  std::shared_ptr<RunGraphStreamClient> Connect() {
+    threads_ =
+        std::make_unique<CompletionQueueThreads>("stream_test", nullptr, 1);
+    stub_ =
+        proto::WorkerService::NewStub(NewChannel(cluster_->address("ps", 0)));
+    return RunGraphStreamClient::Open(stub_.get(), threads_.get(), kPs,
+                                      cluster_->address("ps", 0));
   }
 
   // Registers on the ps a graph whose one output is `node` (added to it),
@@ -97,19 +99,22 @@ class RunGraphStreamTest : public ::testing::Test {
     return Register(constant);
   }
 
-  std::unique_ptr<Outcome> Run(WorkerInterface* worker,
-                               const std::string& handle, int64_t step) {
+  std::unique_ptr<Outcome> Run(RunGraphStreamClient* stream,
+                               const std::string& handle, int64_t step,
+                               absl::Duration timeout = absl::Minutes(1)) {
     auto outcome = std::make_unique<Outcome>();
-    request_.set_graph_handle(handle);
-    request_.set_incarnation(incarnation_);
-    request_.set_step_id(step);
-    request_.set_num_fetches(1);
+    proto::RunGraphRequest request;
+    request.set_graph_handle(handle);
+    request.set_incarnation(incarnation_);
+    request.set_step_id(step);
+    request.set_num_fetches(1);
     Outcome* out = outcome.get();
-    worker->RunGraphAsync(&request_, &out->response,
-                          [out](const absl::Status& s) {
-                            out->status = s;
-                            out->done.Notify();
-                          });
+    const bool taken = stream->Call(request, &out->response, timeout,
+                                    [out](const absl::Status& s) {
+                                      out->status = s;
+                                      out->done.Notify();
+                                    });
+    EXPECT_TRUE(taken) << "the stream refused a call";
     return outcome;
   }
 
@@ -132,22 +137,23 @@ class RunGraphStreamTest : public ::testing::Test {
     return true;
   }
 
+  // Declared first: destroyed after the streams that use them.
+  std::unique_ptr<CompletionQueueThreads> threads_;
+  std::unique_ptr<proto::WorkerService::Stub> stub_;
   std::unique_ptr<TestCluster> cluster_;
   GrpcServer* ps_ = nullptr;
   uint64_t incarnation_ = 0;
-  // Copied by the call (the stream's message holds its own).
-  proto::RunGraphRequest request_;
 };
 
 // A step that waits, then a step that does not, on one stream: the second's
 // answer comes first, and each answer reaches its own caller.
 TEST_F(RunGraphStreamTest, OverlappingCallsEachGetTheirOwnAnswer) {
-  auto worker = Connect();
+  auto stream = Connect();
   const std::string waiting = RegisterWaiting();
   const std::string constant = RegisterConst(5.0f);
-  auto first = Run(worker.get(), waiting, 101);
+  auto first = Run(stream.get(), waiting, 101);
   ASSERT_TRUE(Eventually([this] { return PsRunsAStep(); }));
-  auto second = Run(worker.get(), constant, 102);
+  auto second = Run(stream.get(), constant, 102);
   ASSERT_TRUE(second->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   ASSERT_TRUE(second->status.ok()) << second->status;
   EXPECT_EQ(Fetched(*second), 5.0f);
@@ -162,16 +168,17 @@ TEST_F(RunGraphStreamTest, OverlappingCallsEachGetTheirOwnAnswer) {
   ASSERT_TRUE(first->status.ok()) << first->status;
   EXPECT_EQ(Fetched(*first), 7.0f);
   pushed.WaitForNotification();
+  stream->Close();
 }
 
 // A call past the step deadline fails by itself, naming the task, and the
 // task aborts its step; the stream stays usable.
 TEST_F(RunGraphStreamTest, ACallPastItsDeadlineFailsNamingTheTask) {
-  auto worker = Connect(/*step_ms=*/300);
+  auto stream = Connect();
   const std::string waiting = RegisterWaiting();
   const std::string constant = RegisterConst(3.0f);
   const absl::Time start = absl::Now();
-  auto late = Run(worker.get(), waiting, 201);
+  auto late = Run(stream.get(), waiting, 201, absl::Milliseconds(300));
   ASSERT_TRUE(late->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_TRUE(absl::IsDeadlineExceeded(late->status)) << late->status;
@@ -181,21 +188,22 @@ TEST_F(RunGraphStreamTest, ACallPastItsDeadlineFailsNamingTheTask) {
   EXPECT_TRUE(Eventually([this] { return !PsRunsAStep(); }))
       << "the ps still runs a step whose caller gave up on it";
 
-  auto next = Run(worker.get(), constant, 202);
+  auto next = Run(stream.get(), constant, 202);
   ASSERT_TRUE(next->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   ASSERT_TRUE(next->status.ok()) << next->status;
   EXPECT_EQ(Fetched(*next), 3.0f);
+  stream->Close();
 }
 
-// A caller that goes away (its worker object, and so its stream, closed)
-// while its step waits on the ps: the call fails CANCELLED and the ps aborts
-// the step instead of waiting forever.
+// A caller that goes away (its stream closed) while its step waits on the
+// ps: the call fails CANCELLED and the ps aborts the step instead of waiting
+// forever.
 TEST_F(RunGraphStreamTest, ACallerThatGoesAwayLeavesNoStepRunning) {
-  auto worker = Connect();
+  auto stream = Connect();
   const std::string waiting = RegisterWaiting();
-  auto waits = Run(worker.get(), waiting, 301);
+  auto waits = Run(stream.get(), waiting, 301);
   ASSERT_TRUE(Eventually([this] { return PsRunsAStep(); }));
-  worker.reset();
+  stream->Close();
   ASSERT_TRUE(waits->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_TRUE(absl::IsCancelled(waits->status)) << waits->status;
   EXPECT_TRUE(Eventually([this] { return !PsRunsAStep(); }))
