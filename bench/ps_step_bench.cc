@@ -5,13 +5,15 @@
 //  - tiny: increment a scalar on the ps (one round trip).
 // Prints steps/s of each and the ratio distflow / PyTorch. distflow runs twice:
 // with the same-host path (tensors copied straight between the processes) and
-// with it turned off (over TCP, as between two hosts). The tiny step's
-// floor is printed too: bare unary gRPC calls (WorkerService.GetStatus, which
-// does no work) from the worker's process to the ps's server, the same two
-// processes with the same servers and channel settings; and the same calls to
-// a bare server on gRPC's completion-queue API (one polling thread that
-// answers each call itself) from a process without a server: gRPC's own floor
-// on this machine.
+// with it turned off (over TCP, as between two hosts). Bare unary gRPC calls
+// are printed for comparison: WorkerService.GetStatus (which does no work)
+// from the worker's process to the ps's server, the same two processes with
+// the same servers and channel settings; and the same calls to a bare server
+// on gRPC's completion-queue API (one polling thread that answers each call
+// itself) from a process without a server. They were the tiny step's floor
+// until its RunGraph went on a stream that stays open between steps
+// (src/distributed/rpc/run_graph_stream.h), which skips a unary call's setup;
+// DISTFLOW_RUN_GRAPH_STREAM=0 measures the unary RunGraph instead.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -297,10 +299,10 @@ int main(int argc, char** argv) {
   row("pull+push 4 MiB, TCP path", slow->pull_push, torch->pull_push);
   row("tiny (scalar += 1 on ps)", dist.tiny, torch->tiny);
   std::printf("%-36s %12.1f %12s %8.2f  (tiny step / bare call)\n",
-              "bare gRPC call (floor)", dist.bare_rpc, "-",
+              "bare unary gRPC call", dist.bare_rpc, "-",
               dist.tiny / dist.bare_rpc);
   std::printf("%-36s %12.1f %12s %8.2f  (tiny step / bare call)\n",
-              "bare gRPC call, CQ server", dist.bare_cq_rpc, "-",
+              "bare unary gRPC call, CQ server", dist.bare_cq_rpc, "-",
               dist.tiny / dist.bare_cq_rpc);
   std::printf(
       "median time of one call: tiny step %.1f us, bare call %.1f us (ratio "
