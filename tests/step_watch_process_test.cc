@@ -83,35 +83,44 @@ class StepWatchProcessTest : public ::testing::Test {
   std::unique_ptr<Subprocess> ps_;
   std::unique_ptr<Server> server_;
   Operation ps_done_;
+  // Runs, on step_thread_, a step with the ps's part and the worker's part
+  // that waits on the queue; its status goes to step_status_ when
+  // step_done_ is notified.
+  void StartStep() {
+    step_thread_ = std::thread([this] {
+      step_status_ = session_->Run({}, {take_}, {ps_done_}).status();
+      step_done_.Notify();
+    });
+  }
+
   Output take_;
   Operation put_;
   std::unique_ptr<ClientSession> session_;
+  std::thread step_thread_;
+  absl::Status step_status_;
+  absl::Notification step_done_;
 };
 
 TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
-  absl::Status status;
-  absl::Notification done;
   const auto start = std::chrono::steady_clock::now();
-  std::thread runner([&] {
-    status = session_->Run({}, {take_}, {ps_done_}).status();
-    done.Notify();
-  });
+  StartStep();
   // Long enough for the ps's part to end, short of the master's first probe.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Kill();
-  if (!done.WaitForNotificationWithTimeout(absl::FromChrono(kBound))) {
+  if (!step_done_.WaitForNotificationWithTimeout(absl::FromChrono(kBound))) {
     ADD_FAILURE() << "the step still runs " << kBound.count()
                   << " s after the ps was killed";
     // Ends the step (the worker aborts every step it runs) so that the test
     // fails rather than hangs.
     server_.reset();
   }
-  runner.join();
+  step_thread_.join();
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_NE(server_, nullptr);
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
-  EXPECT_THAT(status.message(), HasSubstr(ps_address_));
-  EXPECT_THAT(status.message(),
+  EXPECT_EQ(step_status_.code(), absl::StatusCode::kUnavailable)
+      << step_status_;
+  EXPECT_THAT(step_status_.message(), HasSubstr(ps_address_));
+  EXPECT_THAT(step_status_.message(),
               HasSubstr("died or stopped answering after its part of step"));
   EXPECT_LT(elapsed, kBound);
 
@@ -127,24 +136,20 @@ TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
 // stay open) is asked for its status with the control deadline (30 s); the
 // step must not wait for that answer once its own parts have ended.
 TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
-  absl::Status status;
-  absl::Notification done;
-  std::thread runner([&] {
-    status = session_->Run({}, {take_}, {ps_done_}).status();
-    done.Notify();
-  });
+  StartStep();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Pause();
   // Past the master's first probe, which now waits on the frozen ps.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
-  const bool ended = done.WaitForNotificationWithTimeout(absl::Seconds(5));
+  const bool ended =
+      step_done_.WaitForNotificationWithTimeout(absl::Seconds(5));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ps_->Resume();
-  runner.join();
+  step_thread_.join();
   EXPECT_TRUE(ended) << "the step waited for the probe of the frozen ps";
-  EXPECT_EQ(status, absl::OkStatus());
+  EXPECT_EQ(step_status_, absl::OkStatus());
   EXPECT_LT(elapsed, std::chrono::seconds(5));
 }
 
@@ -153,26 +158,22 @@ TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
 // the ps silent, naming its address, and does not wait for the step
 // deadline.
 TEST_F(StepWatchProcessTest, FrozenPsFailsTheStepNamingIt) {
-  absl::Status status;
-  absl::Notification done;
-  std::thread runner([&] {
-    status = session_->Run({}, {take_}, {ps_done_}).status();
-    done.Notify();
-  });
+  StartStep();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Pause();
   const auto start = std::chrono::steady_clock::now();
-  const bool ended = done.WaitForNotificationWithTimeout(absl::Seconds(40));
+  const bool ended =
+      step_done_.WaitForNotificationWithTimeout(absl::Seconds(40));
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ps_->Resume();
   if (!ended) {
     ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
   }
-  runner.join();
+  step_thread_.join();
   ASSERT_TRUE(ended) << "the step still waited 40 s after the ps froze";
-  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
-  EXPECT_THAT(status.message(), HasSubstr(ps_address_));
-  EXPECT_THAT(status.message(), HasSubstr("stopped answering"));
+  EXPECT_TRUE(absl::IsUnavailable(step_status_)) << step_status_;
+  EXPECT_THAT(step_status_.message(), HasSubstr(ps_address_));
+  EXPECT_THAT(step_status_.message(), HasSubstr("stopped answering"));
   // gRPC's keepalive (a ping every 2 s, 5 s to answer) closes the silent
   // connection, and the next probe fails: 12 s on an idle machine.
   EXPECT_LT(elapsed, kFrozenBound);

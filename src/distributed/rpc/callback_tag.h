@@ -6,6 +6,7 @@
 #define DISTFLOW_DISTRIBUTED_RPC_CALLBACK_TAG_H_
 
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "distributed/rpc/completion_queue_threads.h"
@@ -59,6 +60,19 @@ class CallbackTag : public CqTag {
   std::function<void(bool ok)> on_event_;
   std::function<void()> on_cancel_;
 };
+
+// A tag for one operation of a call held by `call` (which the tag keeps
+// alive): runs `(*call).*on_event(ok)`, and cancels `ctx` (the call's
+// context) if the queue closes first. Null if the queue is closing.
+template <typename Call, typename Context>
+CallbackTag* NewCallTag(CompletionQueueThreads* threads,
+                        std::shared_ptr<Call> call,
+                        void (Call::*on_event)(bool ok), Context* ctx) {
+  return CallbackTag::New(
+      threads,
+      [call = std::move(call), on_event](bool ok) { ((*call).*on_event)(ok); },
+      [ctx] { ctx->TryCancel(); });
+}
 
 }  // namespace distflow
 

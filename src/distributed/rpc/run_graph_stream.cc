@@ -39,10 +39,8 @@ std::shared_ptr<RunGraphStreamClient> RunGraphStreamClient::Open(
 }
 
 bool RunGraphStreamClient::Start() {
-  auto self = shared_from_this();
-  CallbackTag* tag = CallbackTag::New(
-      threads_, [self](bool ok) { self->OnStarted(ok); },
-      [this] { ctx_.TryCancel(); });
+  CallbackTag* tag = NewCallTag(threads_, shared_from_this(),
+                                &RunGraphStreamClient::OnStarted, &ctx_);
   if (tag == nullptr) {  // this task's RPC layer is shutting down
     failed_ = true;
     over_.Notify();
@@ -96,10 +94,8 @@ void RunGraphStreamClient::OnStarted(bool ok) {
 }
 
 bool RunGraphStreamClient::StartRead() {
-  auto self = shared_from_this();
-  CallbackTag* tag = CallbackTag::New(
-      threads_, [self](bool ok) { self->OnRead(ok); },
-      [this] { ctx_.TryCancel(); });
+  CallbackTag* tag = NewCallTag(threads_, shared_from_this(),
+                                &RunGraphStreamClient::OnRead, &ctx_);
   if (tag == nullptr) return false;
   reading_ = true;
   stream_->Read(&incoming_, tag);
@@ -107,10 +103,8 @@ bool RunGraphStreamClient::StartRead() {
 }
 
 bool RunGraphStreamClient::StartWrite() {
-  auto self = shared_from_this();
-  CallbackTag* tag = CallbackTag::New(
-      threads_, [self](bool ok) { self->OnWritten(ok); },
-      [this] { ctx_.TryCancel(); });
+  CallbackTag* tag = NewCallTag(threads_, shared_from_this(),
+                                &RunGraphStreamClient::OnWritten, &ctx_);
   if (tag == nullptr) return false;
   writing_ = true;
   stream_->Write(to_write_.front(), tag);
@@ -283,10 +277,8 @@ class ServerStream : public std::enable_shared_from_this<ServerStream> {
   }
 
   bool StartRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto self = shared_from_this();
-    CallbackTag* tag = CallbackTag::New(
-        threads_, [self](bool ok) { self->OnRead(ok); },
-        [this] { ctx_.TryCancel(); });
+    CallbackTag* tag =
+        NewCallTag(threads_, shared_from_this(), &ServerStream::OnRead, &ctx_);
     if (tag == nullptr) return false;
     reading_ = true;
     stream_.Read(&incoming_, tag);
@@ -294,10 +286,8 @@ class ServerStream : public std::enable_shared_from_this<ServerStream> {
   }
 
   bool StartWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto self = shared_from_this();
-    CallbackTag* tag = CallbackTag::New(
-        threads_, [self](bool ok) { self->OnWritten(ok); },
-        [this] { ctx_.TryCancel(); });
+    CallbackTag* tag = NewCallTag(threads_, shared_from_this(),
+                                  &ServerStream::OnWritten, &ctx_);
     if (tag == nullptr) return false;
     writing_ = true;
     stream_.Write(to_write_.front()->response, tag);
