@@ -216,7 +216,7 @@ class GrpcRemoteWorker : public WorkerInterface {
   // completion event (its write's) that wakes the polling thread once more
   // per call. On the stream, a two-partition step moving 4 KiB took about
   // 240 us instead of 300, but the 1 ps + 2 workers training row, where
-  // three processes share two cores, ran about 7% slower (lower in 5 of 7
+  // three processes share two cores, ran about 7% slower (lower in 4 of 7
   // alternating pairs): docs/benchmarks.md, "RunGraph on a stream".
   static bool OnStream(const proto::RunGraphRequest& request) {
     return UseRunGraphStream() && request.feed_size() == 0;
