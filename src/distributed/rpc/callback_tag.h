@@ -61,6 +61,24 @@ class CallbackTag : public CqTag {
   std::function<void()> on_cancel_;
 };
 
+// Keeps a closing queue from shutting down while a call may still start an
+// operation (a handler that has not answered yet, whose answer then goes out
+// on the call), as a tracked tag does; it waits on no operation itself.
+class QueueHold : public CqTag {
+ public:
+  static QueueHold* New(CompletionQueueThreads* threads) {
+    auto* hold = new QueueHold(threads);
+    (void)hold->Track();  // counted even while the queue closes
+    return hold;
+  }
+  // Lets the queue shut down (as far as this hold goes) and deletes it.
+  void Drop() { Release(); }
+  void OnEvent(bool /*ok*/) override {}
+
+ private:
+  explicit QueueHold(CompletionQueueThreads* threads) : CqTag(threads) {}
+};
+
 // A tag for one operation of a call held by `call` (which the tag keeps
 // alive): runs `(*call).*on_event(ok)`, and cancels `ctx` (the call's
 // context) if the queue closes first. Null if the queue is closing.

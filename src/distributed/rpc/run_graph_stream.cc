@@ -64,7 +64,11 @@ bool RunGraphStreamClient::Call(const proto::RunGraphRequest& request,
   message.set_id(id);
   *message.mutable_request() = request;
   pending_.emplace(id, Pending{response, std::move(done), deadline});
-  if (!alarm_armed_) ArmAlarm(deadline);
+  if (!alarm_armed_) {
+    ArmAlarm(deadline);
+  } else if (deadline < alarm_at_) {
+    alarm_.Cancel();  // OnAlarm arms it again for the earliest deadline
+  }
   // Before the stream has started, OnStarted sends what is queued.
   if (started_ && !writing_ && !StartWrite()) Fail();
   return true;
@@ -165,6 +169,7 @@ void RunGraphStreamClient::OnRead(bool ok) {
       auto it = pending_.find(incoming_.id());
       if (it != pending_.end()) {  // else: it timed out already
         have = true;
+        ++callbacks_running_;
         answered = std::move(it->second);
         pending_.erase(it);
         answered.response->Swap(incoming_.mutable_response());
@@ -181,7 +186,22 @@ void RunGraphStreamClient::OnRead(bool ok) {
     }
     MaybeFinish();
   }
-  if (have) answered.done(status);
+  if (have) {
+    answered.done(status);
+    CallbacksDone(1);
+  }
+}
+
+void RunGraphStreamClient::CallbacksDone(int n) {
+  absl::MutexLock lock(&mu_);
+  callbacks_running_ -= n;
+  MaybeOver();
+}
+
+void RunGraphStreamClient::MaybeOver() {
+  if (finished_ && callbacks_running_ == 0 && !over_.HasBeenNotified()) {
+    over_.Notify();
+  }
 }
 
 void RunGraphStreamClient::OnAlarm(bool ok) {
@@ -202,6 +222,7 @@ void RunGraphStreamClient::OnAlarm(bool ok) {
         ++it;
       }
     }
+    callbacks_running_ += static_cast<int>(expired.size());
     if (!failed_ && next != absl::InfiniteFuture()) ArmAlarm(next);
     // The task aborts those steps, as the end of a unary call's deadline
     // would make it do.
@@ -218,6 +239,7 @@ void RunGraphStreamClient::OnAlarm(bool ok) {
   const absl::Status late = CallStatus(
       grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded"));
   for (Done& done : expired) done(late);
+  CallbacksDone(static_cast<int>(expired.size()));
 }
 
 void RunGraphStreamClient::OnFinished() {
@@ -234,7 +256,9 @@ void RunGraphStreamClient::OnFinished() {
                           : finish_status_;
   const absl::Status status = CallStatus(ended);
   for (auto& [id, call] : pending) call.done(status);
-  over_.Notify();
+  absl::MutexLock lock(&mu_);
+  finished_ = true;
+  MaybeOver();
 }
 
 absl::Status RunGraphStreamClient::CallStatus(const grpc::Status& s) const {
@@ -265,6 +289,9 @@ class ServerStream : public std::enable_shared_from_this<ServerStream> {
   struct Call {
     proto::RunGraphStreamRequest request;
     proto::RunGraphStreamResponse response;
+    // Until the call is answered: its answer may still start a write, or
+    // the stream's Finish.
+    QueueHold* hold = nullptr;
   };
 
   void OnAccepted(bool ok) {
@@ -307,6 +334,7 @@ class ServerStream : public std::enable_shared_from_this<ServerStream> {
         if (!StartRead()) read_ended_ = true;
       } else if (ok) {
         call = std::make_shared<Call>();
+        call->hold = QueueHold::New(threads_);
         call->request.Swap(&incoming_);
         running_.emplace(call->request.id(), call);
         if (!StartRead()) read_ended_ = true;
@@ -330,7 +358,16 @@ class ServerStream : public std::enable_shared_from_this<ServerStream> {
   }
 
   void Answer(const std::shared_ptr<Call>& call, const absl::Status& s) {
-    absl::MutexLock lock(&mu_);
+    {
+      absl::MutexLock lock(&mu_);
+      AnswerLocked(call, s);
+    }
+    // After any write or Finish it started: the queue now waits for those.
+    call->hold->Drop();
+  }
+
+  void AnswerLocked(const std::shared_ptr<Call>& call, const absl::Status& s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     running_.erase(call->request.id());
     if (!read_ended_ && !write_failed_) {
       call->response.set_id(call->request.id());

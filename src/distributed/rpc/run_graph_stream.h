@@ -98,6 +98,10 @@ class RunGraphStreamClient
   void Ended() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the stream once nothing is outstanding.
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `n` calls' `done` have returned.
+  void CallbacksDone(int n);
+  // Says the stream is over once it has finished and no `done` runs.
+  void MaybeOver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CallStatus(const grpc::Status& s) const;
 
   proto::WorkerService::Stub* const stub_;
@@ -119,6 +123,9 @@ class RunGraphStreamClient
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool alarm_armed_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  // `done` callbacks taken out of pending_ that have not returned yet.
+  int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time alarm_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<proto::RunGraphStreamRequest> to_write_ ABSL_GUARDED_BY(mu_);

@@ -1,7 +1,8 @@
 // RunGraph calls on the stream a task keeps to another (run_graph_stream.h),
 // against a real ps server on 127.0.0.1: overlapping calls each get their own
 // answer, a call past its deadline fails alone, and a caller that goes away
-// leaves no step running on the task.
+// leaves no step running on the task; a task that stops fails the calls
+// waiting on it.
 #include "distributed/rpc/run_graph_stream.h"
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "distflow/tensor.h"
 #include "distributed/rpc/completion_queue_threads.h"
+#include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
@@ -208,6 +210,45 @@ TEST_F(RunGraphStreamTest, ACallerThatGoesAwayLeavesNoStepRunning) {
   EXPECT_TRUE(absl::IsCancelled(waits->status)) << waits->status;
   EXPECT_TRUE(Eventually([this] { return !PsRunsAStep(); }))
       << "the ps still runs the step of a caller that went away";
+}
+
+// The ps stops (and a new one starts on its port) while a call waits on the
+// stream: the call fails naming the ps's address, the old server stops
+// cleanly, and a worker's next RunGraph goes on a new stream to the new ps.
+TEST_F(RunGraphStreamTest, ATaskThatStopsFailsItsCallsAndANewStreamFollows) {
+  auto stream = Connect();
+  auto waits = Run(stream.get(), RegisterWaiting(), 401);
+  ASSERT_TRUE(Eventually([this] { return PsRunsAStep(); }));
+  RpcDeadlines deadlines;
+  auto worker = NewGrpcRemoteWorker(NewChannel(cluster_->address("ps", 0)), kPs,
+                                    cluster_->address("ps", 0), deadlines);
+  proto::RunGraphRequest request;
+  request.set_graph_handle(RegisterConst(2.0f));
+  request.set_incarnation(incarnation_);
+  request.set_step_id(402);
+  request.set_num_fetches(1);
+  std::vector<Tensor> fetches;
+  ASSERT_TRUE(worker->RunGraphWithTensors(&request, {}, &fetches).ok());
+
+  ASSERT_TRUE(cluster_->Restart("ps", 0).ok());
+  ps_ = cluster_->server("ps", 0);
+  ASSERT_TRUE(waits->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_FALSE(waits->status.ok());
+  EXPECT_THAT(waits->status.message(), HasSubstr(cluster_->address("ps", 0)));
+  stream->Close();
+
+  // The worker's stream to the old ps is broken: at most one call fails on
+  // it (naming the ps), and the next goes on a new stream.
+  request.set_graph_handle(RegisterConst(4.0f));
+  request.set_incarnation(incarnation_);
+  request.set_step_id(403);
+  absl::Status s = worker->RunGraphWithTensors(&request, {}, &fetches);
+  if (!s.ok()) {
+    EXPECT_THAT(s.message(), HasSubstr(cluster_->address("ps", 0))) << s;
+    s = worker->RunGraphWithTensors(&request, {}, &fetches);
+  }
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(fetches.at(0).scalar<float>(), 4.0f);
 }
 
 }  // namespace
