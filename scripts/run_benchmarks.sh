@@ -10,7 +10,8 @@ if [ ${#benches[@]} -eq 0 ]; then
   exit 0
 fi
 for b in "${benches[@]}"; do
-  [ -x "$b" ] || continue
+  # Executables only (the folder also holds CMake's own files and folders).
+  [ -f "$b" ] && [ -x "$b" ] || continue
   echo "== $(basename "$b")"
   "$b"
 done
