@@ -73,7 +73,10 @@ class GrpcRemoteWorker : public WorkerInterface {
   void RunGraphAsync(const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
-    // Unary: see OnStream.
+    if (OnStream(*request)) {
+      CallOnStream(*request, response, std::move(done));
+      return;
+    }
     Call(deadlines_.step_ms, "RunGraph", std::move(done),
          [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
              grpc::Status* status, void* tag) {
@@ -208,16 +211,8 @@ class GrpcRemoteWorker : public WorkerInterface {
         });
   }
 
-  // Whether a blocking RunGraph goes on the stream: unless turned off, or it
-  // carries feeds (which the stream's message would copy). Only the blocking
-  // form uses it: that call is a one-partition step's whole time (a tiny
-  // step's median fell from 122-166 us to 41-70 us). The asynchronous form,
-  // one of a step's several partitions, stays unary: a stream call adds a
-  // completion event (its write's) that wakes the polling thread once more
-  // per call. On the stream, a two-partition step moving 4 KiB took about
-  // 240 us instead of 300, but the 1 ps + 2 workers training row, where
-  // three processes share two cores, ran about 7% slower (lower in 4 of 7
-  // alternating pairs): docs/benchmarks.md, "RunGraph on a stream".
+  // Whether a RunGraph goes on the stream: unless turned off, or it carries
+  // feeds (which the stream's message would copy).
   static bool OnStream(const proto::RunGraphRequest& request) {
     return UseRunGraphStream() && request.feed_size() == 0;
   }

@@ -7,11 +7,10 @@
 // took 65-73 us a unary call against 35-37 us a message each way on an open
 // stream (docs/benchmarks.md, "RunGraph on a stream"). A step's RunGraph to a
 // task is small (the graph's handle and the step id, and feeds only when the
-// client feeds that task), so when a step's only part is on one other task
-// and the master's thread waits for it, the master sends it on one stream
-// per task (grpc_remote_worker.cc says why only then). Each request carries
-// an id that its answer carries back; requests may overlap, and answers come
-// as their steps end.
+// client feeds that task), and a training loop sends one every step, so the
+// master sends those without feeds on one stream per task. Each request
+// carries an id that its answer carries back; requests may overlap, and
+// answers come as their steps end.
 //
 // Failures keep the unary call's meaning: a stream that breaks (the task
 // died, or its connection did) fails every call still waiting with the
