@@ -143,20 +143,13 @@ TEST(DistributedRuntimeTest, UnknownJobIsAnErrorListingTheClustersJobs) {
 TEST(DistributedRuntimeTest, DeadPsGivesUnavailableNamingItsAddress) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  Scope root = Scope::NewRootScope();
-  ops::Variable v(root.WithDevice("/job:ps/task:0").WithOpName("v"),
-                  Tensor::Scalar<float>(3));
-  Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
-  Operation init = ops::GlobalVariablesInitializer(root);
-  auto session = ClientSession::Create(
-      root, SessionTarget((*cluster)->server("worker", 0)));
-  ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
-  ASSERT_EQ((*session)->Run({doubled}).status(), absl::OkStatus());
+  DoubledPsVariable model(cluster->get());
+  ASSERT_EQ(model.ready, absl::OkStatus());
+  ClientSession* session = model.session.get();
   const std::string ps_address = (*cluster)->address("ps", 0);
   (*cluster)->Kill("ps", 0);
   const auto start = std::chrono::steady_clock::now();
-  auto out = (*session)->Run({doubled});
+  auto out = session->Run({model.doubled});
   const auto elapsed = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable)
@@ -168,30 +161,23 @@ TEST(DistributedRuntimeTest, DeadPsGivesUnavailableNamingItsAddress) {
 TEST(DistributedRuntimeTest, RestartedPsIsToldApartAndReregistered) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  Scope root = Scope::NewRootScope();
-  ops::Variable v(root.WithDevice("/job:ps/task:0").WithOpName("v"),
-                  Tensor::Scalar<float>(3));
-  Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
-  Operation init = ops::GlobalVariablesInitializer(root);
-  auto session = ClientSession::Create(
-      root, SessionTarget((*cluster)->server("worker", 0)));
-  ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
-  ASSERT_EQ((*session)->Run({doubled}).status(), absl::OkStatus());
+  DoubledPsVariable model(cluster->get());
+  ASSERT_EQ(model.ready, absl::OkStatus());
+  ClientSession* session = model.session.get();
   const uint64_t before = (*cluster)->server("ps", 0)->worker()->incarnation();
   ASSERT_EQ((*cluster)->Restart("ps", 0), absl::OkStatus());
   EXPECT_NE((*cluster)->server("ps", 0)->worker()->incarnation(), before);
   // The step that meets the restarted task fails with ABORTED (its graphs are
   // gone); the session then registers afresh, and the new task's variables
   // must be initialized again.
-  absl::Status first = (*session)->Run({doubled}).status();
+  absl::Status first = session->Run({model.doubled}).status();
   if (!first.ok()) {
     EXPECT_TRUE(absl::IsAborted(first) || absl::IsUnavailable(first)) << first;
   }
   absl::StatusOr<std::vector<Tensor>> out;
   for (int attempt = 0; attempt < 20; ++attempt) {
-    ASSERT_TRUE((*session)->RunTargets({init}).ok() || attempt < 19);
-    out = (*session)->Run({doubled});
+    ASSERT_TRUE(session->RunTargets({model.init}).ok() || attempt < 19);
+    out = session->Run({model.doubled});
     if (out.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

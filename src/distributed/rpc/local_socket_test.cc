@@ -193,23 +193,16 @@ TEST_F(LocalSocketTest, RestartedTaskIsToldApartOverTheUnixSocket) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string ps = (*cluster)->address("ps", 0);
-  Scope root = Scope::NewRootScope();
-  ops::Variable v(root.WithDevice("/job:ps/task:0").WithOpName("v"),
-                  Tensor::Scalar<float>(3));
-  Output doubled = ops::Add(root.WithOpName("doubled"), v, v);
-  Operation init = ops::GlobalVariablesInitializer(root);
-  auto session = ClientSession::Create(
-      root, SessionTarget((*cluster)->server("worker", 0)));
-  ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
-  ASSERT_EQ((*session)->Run({doubled}).status(), absl::OkStatus());
+  DoubledPsVariable model(cluster->get());
+  ASSERT_EQ(model.ready, absl::OkStatus());
+  ClientSession* session = model.session.get();
   ASSERT_GE(UnixConnections(ps), 1);
 
   ASSERT_EQ((*cluster)->Restart("ps", 0), absl::OkStatus());
   // The step that meets the new task fails: its graphs and variables are
   // gone (ABORTED, from the incarnation in the request), or the connection
   // broke under it (UNAVAILABLE).
-  absl::Status first = (*session)->Run({doubled}).status();
+  absl::Status first = session->Run({model.doubled}).status();
   EXPECT_TRUE(absl::IsAborted(first) || absl::IsUnavailable(first)) << first;
   if (absl::IsAborted(first)) {
     EXPECT_NE(first.message().find("restarted"), std::string::npos) << first;
@@ -219,8 +212,8 @@ TEST_F(LocalSocketTest, RestartedTaskIsToldApartOverTheUnixSocket) {
   }
   absl::StatusOr<std::vector<Tensor>> out;
   for (int attempt = 0; attempt < 20; ++attempt) {
-    (void)(*session)->RunTargets({init});
-    out = (*session)->Run({doubled});
+    (void)session->RunTargets({model.init});
+    out = session->Run({model.doubled});
     if (out.ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

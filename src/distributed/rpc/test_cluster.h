@@ -10,6 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "distflow/ops.h"
+#include "distflow/scope.h"
 #include "distflow/session.h"
 #include "distributed/rpc/grpc_server.h"
 
@@ -77,6 +79,34 @@ class TestCluster {
   }
   ClusterMap cluster_;
   std::map<std::string, std::vector<std::unique_ptr<GrpcServer>>> servers_;
+};
+
+// The smallest step with a part on a ps: a variable v = 3 on ps task 0 and
+// v + v, through a session on worker task 0's master. `ready` is the status
+// of initializing v and running the step once.
+struct DoubledPsVariable {
+  explicit DoubledPsVariable(TestCluster* cluster)
+      : root(Scope::NewRootScope()),
+        v(root.WithDevice("/job:ps/task:0").WithOpName("v"),
+          Tensor::Scalar<float>(3)),
+        doubled(ops::Add(root.WithOpName("doubled"), v, v)),
+        init(ops::GlobalVariablesInitializer(root)) {
+    auto created = ClientSession::Create(
+        root, SessionTarget(cluster->server("worker", 0)));
+    if (!created.ok()) {
+      ready = created.status();
+      return;
+    }
+    session = std::move(*created);
+    ready = session->RunTargets({init});
+    if (ready.ok()) ready = session->Run({doubled}).status();
+  }
+  Scope root;
+  ops::Variable v;
+  Output doubled;
+  Operation init;
+  std::unique_ptr<ClientSession> session;
+  absl::Status ready;
 };
 
 }  // namespace distflow
