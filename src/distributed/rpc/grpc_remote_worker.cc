@@ -12,6 +12,7 @@
 #include "distributed/rpc/client_unary_call.h"
 #include "distributed/rpc/completion_queue_spin.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/push_stream.h"
 #include "distributed/rpc/run_graph_stream.h"
 #include "distributed/rpc/same_host.h"
 #include "distributed/rpc/tensor_wire.h"
@@ -22,6 +23,16 @@ namespace distflow {
 namespace {
 
 constexpr char kPushTensorMethod[] = "/distflow.proto.WorkerService/PushTensor";
+constexpr char kPushTensorStreamMethod[] =
+    "/distflow.proto.WorkerService/PushTensorStream";
+
+// The stream that one kind of call to a task goes on (call_stream.h): opened
+// by the first call, and again after it fails.
+template <typename Calls>
+struct StreamSlot {
+  std::shared_ptr<CallStreamClient<Calls>> stream;
+  typename CallStreamClient<Calls>::Prepare prepare;
+};
 
 class GrpcRemoteWorker : public WorkerInterface {
  public:
@@ -38,7 +49,16 @@ class GrpcRemoteWorker : public WorkerInterface {
         task_(std::move(task)),
         address_(std::move(address)),
         deadlines_(deadlines),
-        same_host_(same_host && !SameHostIdentity().empty()) {}
+        same_host_(same_host && !SameHostIdentity().empty()) {
+    run_graph_stream_.prepare = [this](grpc::ClientContext* ctx,
+                                       grpc::CompletionQueue* cq) {
+      return stub_->PrepareAsyncRunGraphStream(ctx, cq);
+    };
+    push_stream_.prepare = [this](grpc::ClientContext* ctx,
+                                  grpc::CompletionQueue* cq) {
+      return generic_.PrepareCall(ctx, kPushTensorStreamMethod, cq);
+    };
+  }
 
   void GetStatusAsync(const proto::GetStatusRequest* request,
                       proto::GetStatusResponse* response,
@@ -74,7 +94,7 @@ class GrpcRemoteWorker : public WorkerInterface {
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
     if (OnStream(*request)) {
-      CallOnStream(*request, response, std::move(done));
+      CallOnStream(&run_graph_stream_, *request, response, std::move(done));
       return;
     }
     Call(deadlines_.step_ms, "RunGraph", std::move(done),
@@ -164,13 +184,16 @@ class GrpcRemoteWorker : public WorkerInterface {
   // and wait for the callbacks.
   ~GrpcRemoteWorker() override {
     // (owned_threads_, if any, outlives the calls: it is destroyed last.)
-    std::shared_ptr<RunGraphStreamClient> stream;
+    std::shared_ptr<RunGraphStreamClient> run_graph_stream;
+    std::shared_ptr<PushStreamClient> push_stream;
     {
       absl::MutexLock lock(&stream_mu_);
       streams_closed_ = true;
-      stream = std::move(stream_);
+      run_graph_stream = std::move(run_graph_stream_.stream);
+      push_stream = std::move(push_stream_.stream);
     }
-    if (stream != nullptr) stream->Close();
+    if (run_graph_stream != nullptr) run_graph_stream->Close();
+    if (push_stream != nullptr) push_stream->Close();
     std::vector<std::shared_ptr<grpc::ClientContext>> calls;
     {
       absl::MutexLock lock(&tracked_mu_);
@@ -217,34 +240,36 @@ class GrpcRemoteWorker : public WorkerInterface {
     return UseRunGraphStream() && request.feed_size() == 0;
   }
 
-  // Sends a RunGraph on the stream to this task, opening one if there is
+  // Sends a call on `slot`'s stream to this task, opening one if there is
   // none or the last one failed.
-  void CallOnStream(const proto::RunGraphRequest& request,
-                    proto::RunGraphResponse* response, StatusCallback done) {
+  template <typename Calls>
+  void CallOnStream(StreamSlot<Calls>* slot,
+                    const typename Calls::Request& request,
+                    typename Calls::Response* response, StatusCallback done) {
     // A stream fails only after it has been opened, so a second one takes
     // the call unless this task's RPC layer is shutting down.
     for (int attempt = 0; attempt < 2; ++attempt) {
-      std::shared_ptr<RunGraphStreamClient> stream;
+      std::shared_ptr<CallStreamClient<Calls>> stream;
       {
         absl::MutexLock lock(&stream_mu_);
         if (streams_closed_) break;
-        if (stream_ == nullptr) {
-          stream_ = RunGraphStreamClient::Open(stub_.get(), threads_, task_,
-                                               address_);
+        if (slot->stream == nullptr) {
+          slot->stream = CallStreamClient<Calls>::Open(slot->prepare, threads_,
+                                                       task_, address_);
         }
-        stream = stream_;
+        stream = slot->stream;
       }
       if (stream->Call(request, response,
                        absl::Milliseconds(deadlines_.step_ms), done)) {
         return;
       }
       absl::MutexLock lock(&stream_mu_);
-      if (stream_ == stream) stream_.reset();
+      if (slot->stream == stream) slot->stream.reset();
     }
     done(FromGrpcCallStatus(
         grpc::Status(grpc::StatusCode::CANCELLED,
                      "this task's RPC layer is shutting down"),
-        task_, address_, "RunGraph"));
+        task_, address_, Calls::kMethod));
   }
 
   // The blocking form: this thread polls for the answer for a while before
@@ -257,11 +282,12 @@ class GrpcRemoteWorker : public WorkerInterface {
       absl::Status status;
     };
     auto state = std::make_shared<State>();
-    CallOnStream(request, response, [state](const absl::Status& s) {
-      state->status = s;
-      state->answered.store(true, std::memory_order_release);
-      state->done.Notify();
-    });
+    CallOnStream(&run_graph_stream_, request, response,
+                 [state](const absl::Status& s) {
+                   state->status = s;
+                   state->answered.store(true, std::memory_order_release);
+                   state->done.Notify();
+                 });
     const absl::Time until = absl::Now() + CallerSpin();
     while (!state->answered.load(std::memory_order_acquire) &&
            absl::Now() < until) {
@@ -270,10 +296,28 @@ class GrpcRemoteWorker : public WorkerInterface {
     return state->status;
   }
 
-  // Sends one PushTensor message; `done` gets the call's status (and the
-  // response is in `response` then).
-  void Push(const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-            std::function<void(const grpc::Status&)> done) {
+  using PushDone = std::function<void(const absl::Status&,
+                                      const proto::PushTensorResponse&)>;
+
+  // Sends one PushTensor message: on the push stream if it is on (a message
+  // that is a whole push), else as a unary call. `done` gets the call's
+  // status, naming this task where the transport failed, and the answer.
+  void Push(const grpc::ByteBuffer& request, bool whole, PushDone done) {
+    struct State {
+      grpc::ByteBuffer request;
+      grpc::ByteBuffer unary_response;
+      proto::PushTensorResponse response;
+      PushDone done;
+    };
+    auto state = std::make_shared<State>();
+    state->done = std::move(done);
+    if (whole && UsePushStream()) {
+      CallOnStream(
+          &push_stream_, request, &state->response,
+          [state](const absl::Status& s) { state->done(s, state->response); });
+      return;
+    }
+    state->request = request;
     uint64_t id = 0;
     std::shared_ptr<grpc::ClientContext> ctx =
         StartTracked(deadlines_.step_ms, &id);
@@ -281,12 +325,18 @@ class GrpcRemoteWorker : public WorkerInterface {
         threads_, std::move(ctx),
         [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
             grpc::Status* status, void* tag) {
-          return Unary(
-              generic_.PrepareUnaryCall(ctx, kPushTensorMethod, *request, cq),
-              response, status, tag);
+          return Unary(generic_.PrepareUnaryCall(ctx, kPushTensorMethod,
+                                                 state->request, cq),
+                       &state->unary_response, status, tag);
         },
-        [this, id, done = std::move(done)](const grpc::Status& s) {
-          done(s);
+        [this, id, state](grpc::Status s) {
+          if (s.ok() &&
+              !ParseResponse(state->unary_response, &state->response)) {
+            s = grpc::Status(grpc::StatusCode::INTERNAL,
+                             "unreadable PushTensor response");
+          }
+          state->done(FromGrpcCallStatus(s, task_, address_, "PushTensor"),
+                      state->response);
           EndTracked(id);  // the last use of this object
         });
   }
@@ -297,28 +347,23 @@ class GrpcRemoteWorker : public WorkerInterface {
     // Every chunk goes at once (they share the tensor's buffer); the push is
     // done when the last is acknowledged, with the first error if any.
     struct State {
-      std::vector<grpc::ByteBuffer> requests;
-      std::vector<grpc::ByteBuffer> responses;
       std::atomic<int> pending{0};
       absl::Mutex mu;
       absl::Status status;
       StatusCallback done;
     };
     auto state = std::make_shared<State>();
-    state->requests = EncodePushTensor(step_id, key, value);
-    const size_t n = state->requests.size();
-    state->responses.resize(n);
-    state->pending = static_cast<int>(n);
+    std::vector<grpc::ByteBuffer> requests =
+        EncodePushTensor(step_id, key, value);
+    state->pending = static_cast<int>(requests.size());
     state->done = std::move(done);
-    for (size_t i = 0; i < n; ++i) {
-      Push(&state->requests[i], &state->responses[i],
-           [this, state](const grpc::Status& s) {
+    const bool whole = requests.size() == 1;
+    for (const grpc::ByteBuffer& request : requests) {
+      Push(request, whole,
+           [state](const absl::Status& s, const proto::PushTensorResponse&) {
              if (!s.ok()) {
                absl::MutexLock lock(&state->mu);
-               if (state->status.ok()) {
-                 state->status =
-                     FromGrpcCallStatus(s, task_, address_, "PushTensor");
-               }
+               if (state->status.ok()) state->status = s;
              }
              if (state->pending.fetch_sub(1) == 1) {
                absl::Status result;
@@ -339,27 +384,14 @@ class GrpcRemoteWorker : public WorkerInterface {
   // does every later one to that task.
   void PushSameHost(int64_t step_id, const std::string& key,
                     const Tensor& value, StatusCallback done) {
-    struct State {
-      grpc::ByteBuffer request;
-      grpc::ByteBuffer response;
-      Tensor pinned;
-      StatusCallback done;
-    };
-    auto state = std::make_shared<State>();
-    state->request = EncodeSameHostPush(step_id, key, value);
-    state->pinned = value;
-    state->done = std::move(done);
-    Push(&state->request, &state->response,
-         [this, state, step_id, key](grpc::Status s) {
-           proto::PushTensorResponse response;
-           if (s.ok() && !ParseResponse(state->response, &response)) {
-             s = grpc::Status(grpc::StatusCode::INTERNAL,
-                              "unreadable PushTensor response");
-           }
+    Push(EncodeSameHostPush(step_id, key, value), /*whole=*/true,
+         [this, step_id, key, pinned = value, done = std::move(done)](
+             const absl::Status& s,
+             const proto::PushTensorResponse& response) mutable {
            if (!s.ok()) {
-             state->done(FromGrpcCallStatus(s, task_, address_, "PushTensor"));
+             done(s);
            } else if (response.same_host_refused().empty()) {
-             state->done(absl::OkStatus());
+             done(absl::OkStatus());
            } else {
              if (!same_host_refused_.exchange(true)) {
                DF_LOG(Warning) << "task " << task_ << " at " << address_
@@ -367,10 +399,8 @@ class GrpcRemoteWorker : public WorkerInterface {
                                << response.same_host_refused()
                                << "); pushing them over TCP from now on";
              }
-             PushOverConnection(step_id, key, state->pinned,
-                                std::move(state->done));
+             PushOverConnection(step_id, key, pinned, std::move(done));
            }
-           state->pinned = Tensor();
          });
   }
 
@@ -413,9 +443,10 @@ class GrpcRemoteWorker : public WorkerInterface {
   // between the processes are not permitted).
   const bool same_host_;
   std::atomic<bool> same_host_refused_{false};
-  // The stream that RunGraph calls to this task go on (run_graph_stream.h).
+  // The streams that RunGraph and PushTensor calls to this task go on.
   absl::Mutex stream_mu_;
-  std::shared_ptr<RunGraphStreamClient> stream_ ABSL_GUARDED_BY(stream_mu_);
+  StreamSlot<RunGraphCalls> run_graph_stream_ ABSL_GUARDED_BY(stream_mu_);
+  StreamSlot<PushCalls> push_stream_ ABSL_GUARDED_BY(stream_mu_);
   bool streams_closed_ ABSL_GUARDED_BY(stream_mu_) = false;
   absl::Mutex tracked_mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<grpc::ClientContext>> tracked_

@@ -1,10 +1,12 @@
 #include "distributed/rpc/grpc_worker_service.h"
 
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/push_stream.h"
 #include "distributed/rpc/run_graph_stream.h"
 #include "distributed/rpc/server_unary_call.h"
 #include "distributed/rpc/tensor_wire.h"
@@ -24,8 +26,12 @@ using Service = proto::WorkerService::WithAsyncMethod_GetStatus<
                 proto::WorkerService::WithAsyncMethod_RunGraphStream<
                     proto::WorkerService::WithAsyncMethod_AbortStep<
                         proto::WorkerService::WithRawMethod_PushTensor<
-                            proto::WorkerService::WithAsyncMethod_Shutdown<
-                                proto::WorkerService::Service>>>>>>>>;
+                            proto::WorkerService::
+                                WithRawMethod_PushTensorStream<
+                                    proto::WorkerService::
+                                        WithAsyncMethod_Shutdown<
+                                            proto::WorkerService::
+                                                Service>>>>>>>>>;
 
 using Finish = std::function<void(const grpc::Status&)>;
 
@@ -51,11 +57,8 @@ class GrpcWorkerService : public AsyncService {
     };
     // The same calls as messages on a stream that stays open between steps.
     run_graph_stream_.request =
-        [this](
-            grpc::ServerContext* ctx,
-            grpc::ServerAsyncReaderWriter<proto::RunGraphStreamResponse,
-                                          proto::RunGraphStreamRequest>* stream,
-            grpc::ServerCompletionQueue* cq, void* tag) {
+        [this](grpc::ServerContext* ctx, RunGraphStreamMethod::Stream* stream,
+               grpc::ServerCompletionQueue* cq, void* tag) {
           service_.RequestRunGraphStream(ctx, stream, cq, cq, tag);
         };
     run_graph_stream_.handle = [this](const proto::RunGraphRequest* request,
@@ -83,7 +86,25 @@ class GrpcWorkerService : public AsyncService {
         };
     push_tensor_.handle = [this](const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response, Finish finish) {
-      PushTensor(*request, response, std::move(finish));
+      auto answer = std::make_shared<proto::PushTensorResponse>();
+      PushTensor(*request, answer.get(),
+                 [answer, response,
+                  finish = std::move(finish)](const absl::Status& s) {
+                   grpc::Slice bytes(answer->SerializeAsString());
+                   *response = grpc::ByteBuffer(&bytes, 1);
+                   finish(ToGrpcStatus(s));
+                 });
+    };
+    // The same pushes as messages on a stream that stays open between steps.
+    push_stream_.request = [this](grpc::ServerContext* ctx,
+                                  PushStreamMethod::Stream* stream,
+                                  grpc::ServerCompletionQueue* cq, void* tag) {
+      service_.RequestPushTensorStream(ctx, stream, cq, cq, tag);
+    };
+    push_stream_.handle = [this](const grpc::ByteBuffer* request,
+                                 proto::PushTensorResponse* response,
+                                 StatusCallback done) {
+      PushTensor(*request, response, std::move(done));
     };
   }
 
@@ -95,9 +116,10 @@ class GrpcWorkerService : public AsyncService {
     Await(&register_graph_, cq, threads);
     Await(&deregister_graph_, cq, threads);
     Await(&run_graph_, cq, threads);
-    AwaitRunGraphStreams(&run_graph_stream_, cq, threads);
+    AwaitCallStreams(&run_graph_stream_, cq, threads);
     Await(&abort_step_, cq, threads);
     Await(&push_tensor_, cq, threads);
+    AwaitCallStreams(&push_stream_, cq, threads);
     Await(&shutdown_, cq, threads);
   }
 
@@ -138,25 +160,21 @@ class GrpcWorkerService : public AsyncService {
                             [abort, response](const absl::Status&) {});
   }
 
-  void PushTensor(const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-                  Finish finish) {
-    // The (empty) PushTensorResponse: gRPC refuses to send an unset buffer.
-    grpc::Slice empty;
-    *response = grpc::ByteBuffer(&empty, 1);
+  // Takes one PushTensor message (unary or on a stream); `done` gets its
+  // status once `response` is set.
+  void PushTensor(const grpc::ByteBuffer& request,
+                  proto::PushTensorResponse* response, StatusCallback done) {
     auto pushed = assembler_.Add(request);
     if (!pushed.ok()) {
-      finish(ToGrpcStatus(pushed.status()));
+      done(pushed.status());
     } else if (!pushed->same_host_refused.empty()) {
-      proto::PushTensorResponse refused;
-      refused.set_same_host_refused(pushed->same_host_refused);
-      grpc::Slice bytes(refused.SerializeAsString());
-      *response = grpc::ByteBuffer(&bytes, 1);
-      finish(grpc::Status::OK);
+      response->set_same_host_refused(pushed->same_host_refused);
+      done(absl::OkStatus());
     } else if (!pushed->value.IsInitialized()) {
-      finish(grpc::Status::OK);  // more chunks to come
+      done(absl::OkStatus());  // more chunks to come
     } else {
       worker_->PushTensorAsync(pushed->step_id, pushed->key, pushed->value,
-                               Finisher(std::move(finish)));
+                               std::move(done));
     }
   }
 
@@ -172,6 +190,7 @@ class GrpcWorkerService : public AsyncService {
   RunGraphStreamMethod run_graph_stream_;
   Method<proto::AbortStepRequest, proto::AbortStepResponse> abort_step_;
   Method<grpc::ByteBuffer, grpc::ByteBuffer> push_tensor_;
+  PushStreamMethod push_stream_;
   Method<proto::ShutdownRequest, proto::ShutdownResponse> shutdown_;
 };
 

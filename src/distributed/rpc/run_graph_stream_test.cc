@@ -54,8 +54,12 @@ class RunGraphStreamTest : public ::testing::Test {
         std::make_unique<CompletionQueueThreads>("stream_test", nullptr, 1);
     stub_ =
         proto::WorkerService::NewStub(NewChannel(cluster_->address("ps", 0)));
-    return RunGraphStreamClient::Open(stub_.get(), threads_.get(), kPs,
-                                      cluster_->address("ps", 0));
+    return RunGraphStreamClient::Open(
+        [stub = stub_.get()](grpc::ClientContext* ctx,
+                             grpc::CompletionQueue* cq) {
+          return stub->PrepareAsyncRunGraphStream(ctx, cq);
+        },
+        threads_.get(), kPs, cluster_->address("ps", 0));
   }
 
   // Registers on the ps a graph whose one output is `node` (added to it),

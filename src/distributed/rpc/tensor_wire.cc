@@ -140,12 +140,23 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
   Complete out;
   out.step_id = header.step_id();
   out.key = header.key();
+  // A header that does not describe a tensor: the error names the tensor.
+  auto named = [&header](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("PushTensor '", header.key(),
+                                               "': ", s.message()));
+  };
   if (header.has_small_tensor()) {
-    DF_ASSIGN_OR_RETURN(out.value, TensorFromProto(header.small_tensor()));
+    absl::StatusOr<Tensor> value = TensorFromProto(header.small_tensor());
+    if (!value.ok()) return named(value.status());
+    out.value = *std::move(value);
     return out;
   }
-  DF_ASSIGN_OR_RETURN(DataType dtype, DataTypeFromProto(header.dtype()));
-  DF_ASSIGN_OR_RETURN(TensorShape shape, TensorShapeFromProto(header.shape()));
+  absl::StatusOr<DataType> dtype_or = DataTypeFromProto(header.dtype());
+  if (!dtype_or.ok()) return named(dtype_or.status());
+  absl::StatusOr<TensorShape> shape_or = TensorShapeFromProto(header.shape());
+  if (!shape_or.ok()) return named(shape_or.status());
+  const DataType dtype = *dtype_or;
+  const TensorShape& shape = *shape_or;
   const int64_t data_len = static_cast<int64_t>(size - 4 - header_len);
   const int64_t total = header.total_bytes();
   const int64_t want =
