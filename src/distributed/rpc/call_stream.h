@@ -118,8 +118,11 @@ class CallStreamClient
   // `*response`, on a polling thread. Returns false, without calling `done`,
   // if the stream has failed (open another) or this task's RPC layer is
   // shutting down; the first call of a stream is always taken otherwise.
+  // `keepalive` (may be null) is held until the task has answered or the
+  // stream is over, even past the call's deadline: what the task may still
+  // read while it handles the call (a same-host push's tensor).
   bool Call(const Request& request, Response* response, absl::Duration timeout,
-            Done done) {
+            Done done, std::shared_ptr<const void> keepalive = nullptr) {
     absl::MutexLock lock(&mu_);
     if (failed_) return false;
     // The stream starts with its first call, which it therefore always takes.
@@ -127,7 +130,8 @@ class CallStreamClient
     const uint64_t id = next_id_++;
     const absl::Time deadline = absl::Now() + timeout;
     to_write_.push_back(Calls::Call(id, request));
-    pending_.emplace(id, Pending{response, std::move(done), deadline});
+    pending_.emplace(
+        id, Pending{response, std::move(done), deadline, std::move(keepalive)});
     if (!alarm_armed_) {
       ArmAlarm(deadline);
     } else if (deadline < alarm_at_) {
@@ -137,6 +141,9 @@ class CallStreamClient
     if (started_ && !writing_ && !StartWrite()) Fail();
     return true;
   }
+
+  // Whether the stream is over: it has finished and every `done` returned.
+  bool Over() const { return over_.HasBeenNotified(); }
 
   // Ends the stream: calls still waiting fail with CANCELLED. Returns once
   // the stream is over and every `done` has returned.
@@ -158,6 +165,7 @@ class CallStreamClient
     Response* response;
     Done done;
     absl::Time deadline;
+    std::shared_ptr<const void> keepalive;
   };
 
   // Starts the stream; false if this task's RPC layer is shutting down.
@@ -267,17 +275,20 @@ class CallStreamClient
         Fail();
       } else {
         auto it = pending_.find(answer.id);
-        if (it != pending_.end()) {  // else: it timed out already
+        if (it != pending_.end()) {
           have = true;
           ++callbacks_running_;
           answered = std::move(it->second);
           pending_.erase(it);
           *answered.response = std::move(answer.response);
           status = CallStatus(answer.status);
+        } else {
+          expired_.erase(answer.id);  // answered after its deadline
         }
+        // Before the next read, which gRPC may fill on another thread.
+        incoming_ = AnswerMessage();
         if (!StartRead()) Fail();
       }
-      incoming_ = AnswerMessage();
       MaybeFinish();
     }
     if (have) {
@@ -296,6 +307,9 @@ class CallStreamClient
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->second.deadline <= now) {
           expired.push_back(std::move(it->second.done));
+          if (it->second.keepalive != nullptr) {
+            expired_.emplace(it->first, std::move(it->second.keepalive));
+          }
           // Tells the task, where the call still runs (a RunGraph's step).
           std::optional<CallMessage> cancel = Calls::Cancel(it->first);
           if (cancel.has_value()) to_write_.push_back(*std::move(cancel));
@@ -324,6 +338,7 @@ class CallStreamClient
     {
       absl::MutexLock lock(&mu_);
       pending.swap(pending_);
+      expired_.clear();  // the task reads nothing more of this stream's
       // The caller never ends the stream but by cancelling it, so an OK end
       // means the task ended it.
       ended = !broken_.ok() ? broken_
@@ -384,6 +399,10 @@ class CallStreamClient
   std::deque<CallMessage> to_write_ ABSL_GUARDED_BY(mu_);
   AnswerMessage incoming_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  // The keepalives of calls past their deadline that the task has not
+  // answered yet.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<const void>> expired_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // The serving side of one kind of call: handles the calls of every stream
@@ -479,7 +498,9 @@ class ServerStream : public std::enable_shared_from_this<ServerStream<Calls>> {
         // waits for (steps waiting for tensors that may never come) end.
         read_ended_ = true;
         for (const auto& [id, running] : running_) abandoned.push_back(running);
-      } else if (!Calls::ParseCall(&incoming_, &parsed->call)) {
+      } else if (!Calls::ParseCall(&incoming_, &parsed->call) ||
+                 parsed->call.id == 0 ||
+                 (!parsed->call.cancel && running_.contains(parsed->call.id))) {
         read_ended_ = true;
         end_status_ = grpc::Status(
             grpc::StatusCode::INVALID_ARGUMENT,
@@ -487,17 +508,19 @@ class ServerStream : public std::enable_shared_from_this<ServerStream<Calls>> {
                          " stream (are both tasks the same version of "
                          "distflow?)"));
         for (const auto& [id, running] : running_) abandoned.push_back(running);
-      } else if (parsed->call.cancel) {
-        auto it = running_.find(parsed->call.id);
-        if (it != running_.end()) abandoned.push_back(it->second);
-        if (!StartRead()) read_ended_ = true;
       } else {
-        call = std::move(parsed);
-        call->hold = QueueHold::New(threads_);
-        running_.emplace(call->call.id, call);
+        // Before the next read, which gRPC may fill on another thread.
+        incoming_ = typename Calls::CallMessage();
+        if (parsed->call.cancel) {
+          auto it = running_.find(parsed->call.id);
+          if (it != running_.end()) abandoned.push_back(it->second);
+        } else {
+          call = std::move(parsed);
+          call->hold = QueueHold::New(threads_);
+          running_.emplace(call->call.id, call);
+        }
         if (!StartRead()) read_ended_ = true;
       }
-      incoming_ = typename Calls::CallMessage();
       MaybeFinish();
     }
     if (call != nullptr) {

@@ -1,5 +1,6 @@
 #include "distributed/rpc/grpc_remote_worker.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <utility>
@@ -30,8 +31,26 @@ constexpr char kPushTensorStreamMethod[] =
 // by the first call, and again after it fails.
 template <typename Calls>
 struct StreamSlot {
-  std::shared_ptr<CallStreamClient<Calls>> stream;
-  typename CallStreamClient<Calls>::Prepare prepare;
+  using Client = CallStreamClient<Calls>;
+  std::shared_ptr<Client> stream;
+  // Failed streams that were replaced, until they are over: the callbacks of
+  // the calls that waited on them may still run.
+  std::vector<std::shared_ptr<Client>> retired;
+  typename Client::Prepare prepare;
+
+  void Retire(const std::shared_ptr<Client>& failed) {
+    if (stream != failed) return;
+    retired.erase(std::remove_if(retired.begin(), retired.end(),
+                                 [](const auto& s) { return s->Over(); }),
+                  retired.end());
+    retired.push_back(std::move(stream));
+  }
+  // Every stream, for closing.
+  std::vector<std::shared_ptr<Client>> TakeAll() {
+    std::vector<std::shared_ptr<Client>> all = std::move(retired);
+    if (stream != nullptr) all.push_back(std::move(stream));
+    return all;
+  }
 };
 
 class GrpcRemoteWorker : public WorkerInterface {
@@ -184,16 +203,16 @@ class GrpcRemoteWorker : public WorkerInterface {
   // and wait for the callbacks.
   ~GrpcRemoteWorker() override {
     // (owned_threads_, if any, outlives the calls: it is destroyed last.)
-    std::shared_ptr<RunGraphStreamClient> run_graph_stream;
-    std::shared_ptr<PushStreamClient> push_stream;
+    std::vector<std::shared_ptr<RunGraphStreamClient>> run_graph_streams;
+    std::vector<std::shared_ptr<PushStreamClient>> push_streams;
     {
       absl::MutexLock lock(&stream_mu_);
       streams_closed_ = true;
-      run_graph_stream = std::move(run_graph_stream_.stream);
-      push_stream = std::move(push_stream_.stream);
+      run_graph_streams = run_graph_stream_.TakeAll();
+      push_streams = push_stream_.TakeAll();
     }
-    if (run_graph_stream != nullptr) run_graph_stream->Close();
-    if (push_stream != nullptr) push_stream->Close();
+    for (const auto& stream : run_graph_streams) stream->Close();
+    for (const auto& stream : push_streams) stream->Close();
     std::vector<std::shared_ptr<grpc::ClientContext>> calls;
     {
       absl::MutexLock lock(&tracked_mu_);
@@ -241,11 +260,12 @@ class GrpcRemoteWorker : public WorkerInterface {
   }
 
   // Sends a call on `slot`'s stream to this task, opening one if there is
-  // none or the last one failed.
+  // none or the last one failed. `keepalive`: see CallStreamClient::Call.
   template <typename Calls>
   void CallOnStream(StreamSlot<Calls>* slot,
                     const typename Calls::Request& request,
-                    typename Calls::Response* response, StatusCallback done) {
+                    typename Calls::Response* response, StatusCallback done,
+                    std::shared_ptr<const void> keepalive = nullptr) {
     // A stream fails only after it has been opened, so a second one takes
     // the call unless this task's RPC layer is shutting down.
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -260,11 +280,12 @@ class GrpcRemoteWorker : public WorkerInterface {
         stream = slot->stream;
       }
       if (stream->Call(request, response,
-                       absl::Milliseconds(deadlines_.step_ms), done)) {
+                       absl::Milliseconds(deadlines_.step_ms), done,
+                       keepalive)) {
         return;
       }
       absl::MutexLock lock(&stream_mu_);
-      if (slot->stream == stream) slot->stream.reset();
+      slot->Retire(stream);
     }
     done(FromGrpcCallStatus(
         grpc::Status(grpc::StatusCode::CANCELLED,
@@ -299,25 +320,52 @@ class GrpcRemoteWorker : public WorkerInterface {
   using PushDone = std::function<void(const absl::Status&,
                                       const proto::PushTensorResponse&)>;
 
-  // Sends one PushTensor message: on the push stream if it is on (a message
-  // that is a whole push), else as a unary call. `done` gets the call's
+  // Sends one PushTensor message: on the push stream if it is on and the
+  // message is a whole push, else as a unary call. `done` gets the call's
   // status, naming this task where the transport failed, and the answer.
-  void Push(const grpc::ByteBuffer& request, bool whole, PushDone done) {
+  // `keepalive` is held until the task has answered (or cannot any more),
+  // even past the deadline: the tensor of a same-host offer, which the task
+  // reads out of this process's memory.
+  void Push(const grpc::ByteBuffer& request, bool whole, PushDone done,
+            std::shared_ptr<const void> keepalive = nullptr) {
     struct State {
       grpc::ByteBuffer request;
       grpc::ByteBuffer unary_response;
       proto::PushTensorResponse response;
       PushDone done;
+      std::shared_ptr<const void> keepalive;
     };
     auto state = std::make_shared<State>();
+    state->request = request;
     state->done = std::move(done);
-    if (whole && UsePushStream()) {
+    state->keepalive = keepalive;
+    if (whole && UsePushStream() &&
+        !push_stream_unimplemented_.load(std::memory_order_relaxed)) {
       CallOnStream(
           &push_stream_, request, &state->response,
-          [state](const absl::Status& s) { state->done(s, state->response); });
+          [this, state](const absl::Status& s) {
+            if (!absl::IsUnimplemented(s)) {
+              state->done(s, state->response);
+              return;
+            }
+            // A task of an older version, without the stream: push to it
+            // by unary calls from now on.
+            if (!push_stream_unimplemented_.exchange(true)) {
+              DF_LOG(Warning) << "task " << task_ << " at " << address_
+                              << " does not take pushes on a stream ("
+                              << s.message() << "); using unary calls";
+            }
+            PushUnary(state);
+          },
+          std::move(keepalive));
       return;
     }
-    state->request = request;
+    PushUnary(state);
+  }
+
+  // Sends `state->request` as a unary PushTensor call.
+  template <typename State>
+  void PushUnary(const std::shared_ptr<State>& state) {
     uint64_t id = 0;
     std::shared_ptr<grpc::ClientContext> ctx =
         StartTracked(deadlines_.step_ms, &id);
@@ -357,7 +405,9 @@ class GrpcRemoteWorker : public WorkerInterface {
         EncodePushTensor(step_id, key, value);
     state->pending = static_cast<int>(requests.size());
     state->done = std::move(done);
-    const bool whole = requests.size() == 1;
+    // (A string tensor, whose bytes are in its header, stays off the stream:
+    // the stream's message rewrites the header.)
+    const bool whole = requests.size() == 1 && DataTypeSize(value.dtype()) != 0;
     for (const grpc::ByteBuffer& request : requests) {
       Push(request, whole,
            [state](const absl::Status& s, const proto::PushTensorResponse&) {
@@ -384,24 +434,27 @@ class GrpcRemoteWorker : public WorkerInterface {
   // does every later one to that task.
   void PushSameHost(int64_t step_id, const std::string& key,
                     const Tensor& value, StatusCallback done) {
-    Push(EncodeSameHostPush(step_id, key, value), /*whole=*/true,
-         [this, step_id, key, pinned = value, done = std::move(done)](
-             const absl::Status& s,
-             const proto::PushTensorResponse& response) mutable {
-           if (!s.ok()) {
-             done(s);
-           } else if (response.same_host_refused().empty()) {
-             done(absl::OkStatus());
-           } else {
-             if (!same_host_refused_.exchange(true)) {
-               DF_LOG(Warning) << "task " << task_ << " at " << address_
-                               << " cannot take tensors by the same-host path ("
-                               << response.same_host_refused()
-                               << "); pushing them over TCP from now on";
-             }
-             PushOverConnection(step_id, key, pinned, std::move(done));
-           }
-         });
+    auto pinned = std::make_shared<const Tensor>(value);
+    Push(
+        EncodeSameHostPush(step_id, key, value), /*whole=*/true,
+        [this, step_id, key, pinned, done = std::move(done)](
+            const absl::Status& s,
+            const proto::PushTensorResponse& response) mutable {
+          if (!s.ok()) {
+            done(s);
+          } else if (response.same_host_refused().empty()) {
+            done(absl::OkStatus());
+          } else {
+            if (!same_host_refused_.exchange(true)) {
+              DF_LOG(Warning) << "task " << task_ << " at " << address_
+                              << " cannot take tensors by the same-host path ("
+                              << response.same_host_refused()
+                              << "); pushing them over TCP from now on";
+            }
+            PushOverConnection(step_id, key, *pinned, std::move(done));
+          }
+        },
+        pinned);
   }
 
   static bool ParseResponse(const grpc::ByteBuffer& buffer,
@@ -443,6 +496,9 @@ class GrpcRemoteWorker : public WorkerInterface {
   // between the processes are not permitted).
   const bool same_host_;
   std::atomic<bool> same_host_refused_{false};
+  // Whether the peer answered a push stream with UNIMPLEMENTED (an older
+  // version): then pushes go as unary calls.
+  std::atomic<bool> push_stream_unimplemented_{false};
   // The streams that RunGraph and PushTensor calls to this task go on.
   absl::Mutex stream_mu_;
   StreamSlot<RunGraphCalls> run_graph_stream_ ABSL_GUARDED_BY(stream_mu_);
