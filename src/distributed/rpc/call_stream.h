@@ -39,6 +39,7 @@
 #define DISTFLOW_DISTRIBUTED_RPC_CALL_STREAM_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -144,6 +145,11 @@ class CallStreamClient
 
   // Whether the stream is over: it has finished and every `done` returned.
   bool Over() const { return over_.HasBeenNotified(); }
+  // Whether the task does not serve this stream (an older version: gRPC
+  // ended it with UNIMPLEMENTED). Set before the waiting calls' `done` run.
+  bool Unimplemented() const {
+    return unimplemented_.load(std::memory_order_acquire);
+  }
 
   // Ends the stream: calls still waiting fail with CANCELLED. Returns once
   // the stream is over and every `done` has returned.
@@ -348,6 +354,9 @@ class CallStreamClient
                                               Calls::kMethod, " stream"))
                   : finish_status_;
     }
+    if (ended.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      unimplemented_.store(true, std::memory_order_release);
+    }
     const absl::Status status = CallStatus(ended);
     for (auto& [id, call] : pending) call.done(status);
     absl::MutexLock lock(&mu_);
@@ -381,6 +390,7 @@ class CallStreamClient
   grpc::Alarm alarm_;
   grpc::Status finish_status_;
   absl::Notification over_;
+  std::atomic<bool> unimplemented_{false};
 
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -37,6 +37,9 @@ struct StreamSlot {
   // the calls that waited on them may still run.
   std::vector<std::shared_ptr<Client>> retired;
   typename Client::Prepare prepare;
+  // Set once the task has answered a stream with UNIMPLEMENTED (an older
+  // version): then these calls go unary. (Read without the lock.)
+  std::atomic<bool> unimplemented{false};
 
   void Retire(const std::shared_ptr<Client>& failed) {
     if (stream != failed) return;
@@ -113,9 +116,17 @@ class GrpcRemoteWorker : public WorkerInterface {
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
     if (OnStream(*request)) {
-      CallOnStream(&run_graph_stream_, *request, response, std::move(done));
+      CallOnStream(&run_graph_stream_, *request, response, std::move(done),
+                   /*keepalive=*/nullptr,
+                   [this, request, response](StatusCallback done) {
+                     RunGraphUnary(request, response, std::move(done));
+                   });
       return;
     }
+    RunGraphUnary(request, response, std::move(done));
+  }
+  void RunGraphUnary(const proto::RunGraphRequest* request,
+                     proto::RunGraphResponse* response, StatusCallback done) {
     Call(deadlines_.step_ms, "RunGraph", std::move(done),
          [&](grpc::ClientContext* ctx, grpc::CompletionQueue* cq,
              grpc::Status* status, void* tag) {
@@ -253,19 +264,24 @@ class GrpcRemoteWorker : public WorkerInterface {
         });
   }
 
-  // Whether a RunGraph goes on the stream: unless turned off, or it carries
-  // feeds (which the stream's message would copy).
-  static bool OnStream(const proto::RunGraphRequest& request) {
-    return UseRunGraphStream() && request.feed_size() == 0;
+  // Whether a RunGraph goes on the stream: unless turned off, the task does
+  // not serve it, or it carries feeds (which the stream's message would
+  // copy).
+  bool OnStream(const proto::RunGraphRequest& request) const {
+    return UseRunGraphStream() && !run_graph_stream_.unimplemented &&
+           request.feed_size() == 0;
   }
 
   // Sends a call on `slot`'s stream to this task, opening one if there is
-  // none or the last one failed. `keepalive`: see CallStreamClient::Call.
+  // none or the last one failed. `keepalive`: see CallStreamClient::Call. A
+  // task of an older version, which does not serve the stream, gets this
+  // call and every later one of its kind by `unary(done)` instead.
   template <typename Calls>
   void CallOnStream(StreamSlot<Calls>* slot,
                     const typename Calls::Request& request,
                     typename Calls::Response* response, StatusCallback done,
-                    std::shared_ptr<const void> keepalive = nullptr) {
+                    std::shared_ptr<const void> keepalive,
+                    std::function<void(StatusCallback)> unary) {
     // A stream fails only after it has been opened, so a second one takes
     // the call unless this task's RPC layer is shutting down.
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -279,9 +295,22 @@ class GrpcRemoteWorker : public WorkerInterface {
         }
         stream = slot->stream;
       }
+      auto answered = [this, slot, stream, done, unary](const absl::Status& s) {
+        if (s.ok() || !stream->Unimplemented()) {
+          done(s);
+          return;
+        }
+        if (!slot->unimplemented.exchange(true)) {
+          DF_LOG(Warning) << "task " << task_ << " at " << address_
+                          << " does not serve " << Calls::kMethod
+                          << " on a stream (" << s.message()
+                          << "); using unary calls";
+        }
+        unary(done);
+      };
       if (stream->Call(request, response,
-                       absl::Milliseconds(deadlines_.step_ms), done,
-                       keepalive)) {
+                       absl::Milliseconds(deadlines_.step_ms),
+                       std::move(answered), keepalive)) {
         return;
       }
       absl::MutexLock lock(&stream_mu_);
@@ -303,12 +332,18 @@ class GrpcRemoteWorker : public WorkerInterface {
       absl::Status status;
     };
     auto state = std::make_shared<State>();
-    CallOnStream(&run_graph_stream_, request, response,
-                 [state](const absl::Status& s) {
-                   state->status = s;
-                   state->answered.store(true, std::memory_order_release);
-                   state->done.Notify();
-                 });
+    CallOnStream(
+        &run_graph_stream_, request, response,
+        [state](const absl::Status& s) {
+          state->status = s;
+          state->answered.store(true, std::memory_order_release);
+          state->done.Notify();
+        },
+        /*keepalive=*/nullptr,
+        [this, &request, response](StatusCallback done) {
+          // (The caller waits below, so `request` outlives the call.)
+          RunGraphUnary(&request, response, std::move(done));
+        });
     const absl::Time until = absl::Now() + CallerSpin();
     while (!state->answered.load(std::memory_order_acquire) &&
            absl::Now() < until) {
@@ -339,25 +374,12 @@ class GrpcRemoteWorker : public WorkerInterface {
     state->request = request;
     state->done = std::move(done);
     state->keepalive = keepalive;
-    if (whole && UsePushStream() &&
-        !push_stream_unimplemented_.load(std::memory_order_relaxed)) {
+    if (whole && UsePushStream() && !push_stream_.unimplemented) {
       CallOnStream(
           &push_stream_, request, &state->response,
-          [this, state](const absl::Status& s) {
-            if (!absl::IsUnimplemented(s)) {
-              state->done(s, state->response);
-              return;
-            }
-            // A task of an older version, without the stream: push to it
-            // by unary calls from now on.
-            if (!push_stream_unimplemented_.exchange(true)) {
-              DF_LOG(Warning) << "task " << task_ << " at " << address_
-                              << " does not take pushes on a stream ("
-                              << s.message() << "); using unary calls";
-            }
-            PushUnary(state);
-          },
-          std::move(keepalive));
+          [state](const absl::Status& s) { state->done(s, state->response); },
+          std::move(keepalive),
+          [this, state](StatusCallback) { PushUnary(state); });
       return;
     }
     PushUnary(state);
@@ -496,10 +518,8 @@ class GrpcRemoteWorker : public WorkerInterface {
   // between the processes are not permitted).
   const bool same_host_;
   std::atomic<bool> same_host_refused_{false};
-  // Whether the peer answered a push stream with UNIMPLEMENTED (an older
-  // version): then pushes go as unary calls.
-  std::atomic<bool> push_stream_unimplemented_{false};
-  // The streams that RunGraph and PushTensor calls to this task go on.
+  // The streams that RunGraph and PushTensor calls to this task go on
+  // (stream_mu_ guards each slot but its atomic `unimplemented`).
   absl::Mutex stream_mu_;
   StreamSlot<RunGraphCalls> run_graph_stream_ ABSL_GUARDED_BY(stream_mu_);
   StreamSlot<PushCalls> push_stream_ ABSL_GUARDED_BY(stream_mu_);

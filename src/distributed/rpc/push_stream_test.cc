@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/tensor_coding.h"
 #include "distributed/rpc/completion_queue_threads.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
@@ -258,8 +259,9 @@ TEST_F(PushStreamTest, PushesToAStoppedTaskFailNamingItThenReconnect) {
 }
 
 // A task that serves only pushes: on the stream, holding each until the test
-// answers it, or (without the stream, as an older version would) unary,
-// answering at once.
+// answers it; or, as an older version would, without the streams: unary
+// pushes, answered at once, and unary RunGraph calls, each answered with one
+// fetch, the number of RunGraph calls it has had.
 class PushTask {
  public:
   explicit PushTask(bool with_stream) {
@@ -279,6 +281,8 @@ class PushTask {
       auto service = std::make_unique<UnaryService>();
       SetRequestFunction(&unary_, service.get(),
                          &UnaryService::RequestPushTensor);
+      SetRequestFunction(&run_graph_, service.get(),
+                         &UnaryService::RequestRunGraph);
       service_ = std::move(service);
     }
     stream_.handle = [this](const grpc::ByteBuffer* request,
@@ -296,6 +300,13 @@ class PushTask {
       *response = grpc::ByteBuffer(&empty, 1);
       finish(grpc::Status::OK);
     };
+    run_graph_.handle =
+        [this](const proto::RunGraphRequest*, proto::RunGraphResponse* response,
+               std::function<void(const grpc::Status&)> finish) {
+          Tensor count = Tensor::Scalar<int32_t>(++run_graphs_);
+          TensorToProto(count, response->add_fetch());
+          finish(grpc::Status::OK);
+        };
     builder.RegisterService(service_.get());
     cq_ = builder.AddCompletionQueue();
     server_ = builder.BuildAndStart();
@@ -306,6 +317,8 @@ class PushTask {
     } else {
       ServerUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>::Await(
           &unary_, cq_.get(), threads_.get());
+      ServerUnaryCall<proto::RunGraphRequest, proto::RunGraphResponse>::Await(
+          &run_graph_, cq_.get(), threads_.get());
     }
   }
   ~PushTask() {
@@ -318,6 +331,7 @@ class PushTask {
 
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
   int unary_pushes() const { return unary_pushes_; }
+  int run_graphs() const { return run_graphs_; }
 
   // Waits until `n` pushes are held.
   bool WaitForHeld(size_t n) {
@@ -344,7 +358,8 @@ class PushTask {
   using StreamService = proto::WorkerService::WithRawMethod_PushTensorStream<
       proto::WorkerService::Service>;
   using UnaryService = proto::WorkerService::WithRawMethod_PushTensor<
-      proto::WorkerService::Service>;
+      proto::WorkerService::WithAsyncMethod_RunGraph<
+          proto::WorkerService::Service>>;
   struct Held {
     int64_t step;
     proto::PushTensorResponse* response;
@@ -355,10 +370,12 @@ class PushTask {
   std::unique_ptr<grpc::Service> service_;
   PushStreamMethod stream_;
   UnaryMethod<grpc::ByteBuffer, grpc::ByteBuffer> unary_;
+  UnaryMethod<proto::RunGraphRequest, proto::RunGraphResponse> run_graph_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<CompletionQueueThreads> threads_;
   std::atomic<int> unary_pushes_{0};
+  std::atomic<int> run_graphs_{0};
   absl::Mutex mu_;
   std::vector<Held> held_ ABSL_GUARDED_BY(mu_);
 };
@@ -465,7 +482,7 @@ TEST_F(HeldPushTest, AClientDestroyedWithPushesInFlightFailsThem) {
 
 // A task without the push stream (an older version) gets every push as a
 // unary call.
-TEST(PushStreamFallbackTest, ATaskWithoutTheStreamGetsUnaryPushes) {
+TEST(TaskWithoutStreamsTest, ATaskWithoutTheStreamGetsUnaryPushes) {
   PushTask task(/*with_stream=*/false);
   auto to_task =
       NewGrpcRemoteWorker(NewChannel(task.address()), kPs, task.address());
@@ -478,6 +495,35 @@ TEST(PushStreamFallbackTest, ATaskWithoutTheStreamGetsUnaryPushes) {
     EXPECT_TRUE(outcome->status.ok()) << outcome->status;
   }
   EXPECT_EQ(task.unary_pushes(), 3);
+}
+
+// So does a task without the RunGraph stream get RunGraph calls, the
+// asynchronous ones and the blocking one, each run once.
+TEST(TaskWithoutStreamsTest, ATaskWithoutTheStreamGetsUnaryRunGraphs) {
+  PushTask task(/*with_stream=*/false);
+  auto to_task =
+      NewGrpcRemoteWorker(NewChannel(task.address()), kPs, task.address());
+  proto::RunGraphRequest request;
+  request.set_graph_handle("g");
+  request.set_step_id(1);
+  request.set_num_fetches(1);
+  for (int32_t call = 1; call <= 2; ++call) {
+    proto::RunGraphResponse response;
+    auto outcome = std::make_shared<Outcome>();
+    to_task->RunGraphAsync(&request, &response, outcome->Callback(outcome));
+    ASSERT_TRUE(
+        outcome->done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    ASSERT_TRUE(outcome->status.ok()) << outcome->status;
+    ASSERT_EQ(response.fetch_size(), 1);
+    auto count = TensorFromProto(response.fetch(0));
+    ASSERT_TRUE(count.ok());
+    EXPECT_EQ(count->scalar<int32_t>(), call);
+  }
+  std::vector<Tensor> fetches;
+  ASSERT_TRUE(to_task->RunGraphWithTensors(&request, {}, &fetches).ok());
+  ASSERT_EQ(fetches.size(), 1u);
+  EXPECT_EQ(fetches[0].scalar<int32_t>(), 3);
+  EXPECT_EQ(task.run_graphs(), 3);
 }
 
 }  // namespace
