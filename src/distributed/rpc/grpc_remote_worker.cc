@@ -401,7 +401,7 @@ class GrpcRemoteWorker : public WorkerInterface {
         },
         [this, id, state](grpc::Status s) {
           if (s.ok() &&
-              !ParseResponse(state->unary_response, &state->response)) {
+              !ProtoFromByteBuffer(state->unary_response, &state->response)) {
             s = grpc::Status(grpc::StatusCode::INTERNAL,
                              "unreadable PushTensor response");
           }
@@ -477,17 +477,6 @@ class GrpcRemoteWorker : public WorkerInterface {
           }
         },
         pinned);
-  }
-
-  static bool ParseResponse(const grpc::ByteBuffer& buffer,
-                            proto::PushTensorResponse* response) {
-    std::vector<grpc::Slice> slices;
-    if (!buffer.Dump(&slices).ok()) return false;
-    std::string bytes;
-    for (const grpc::Slice& slice : slices) {
-      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-    return response->ParseFromString(bytes);
   }
 
   std::shared_ptr<grpc::ClientContext> StartTracked(int64_t deadline_ms,

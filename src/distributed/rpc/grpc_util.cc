@@ -64,6 +64,11 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
                       std::string(s.message()));
 }
 
+bool EnabledByEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
 absl::Status FromGrpcCallStatus(const grpc::Status& s, const std::string& task,
                                 const std::string& address,
                                 const std::string& method) {

@@ -14,6 +14,10 @@ namespace distflow {
 absl::Status FromGrpcStatus(const grpc::Status& s);
 grpc::Status ToGrpcStatus(const absl::Status& s);
 
+// Whether a switch of the environment is on: true unless `name` is set to
+// "0" (the switches that turn a transport path off, for measuring).
+bool EnabledByEnv(const char* name);
+
 // A status from a call to `address` (the task `task`): transport failures
 // (UNAVAILABLE, DEADLINE_EXCEEDED) and cancellations (such as a task stopped
 // in the middle of a call) name the task and address and say what to check;

@@ -90,8 +90,7 @@ class GrpcWorkerService : public AsyncService {
       PushTensor(*request, answer.get(),
                  [answer, response,
                   finish = std::move(finish)](const absl::Status& s) {
-                   grpc::Slice bytes(answer->SerializeAsString());
-                   *response = grpc::ByteBuffer(&bytes, 1);
+                   *response = ProtoToByteBuffer(*answer);
                    finish(ToGrpcStatus(s));
                  });
     };

@@ -115,10 +115,7 @@ std::shared_ptr<grpc::Channel> NewLocalSocketChannel(const std::string& address,
   return AnswersAs(channel, task) ? channel : nullptr;
 }
 
-bool LocalSocketAllowedByEnv() {
-  const char* value = std::getenv("DISTFLOW_LOCAL_SOCKET");
-  return value == nullptr || std::string(value) != "0";
-}
+bool LocalSocketAllowedByEnv() { return EnabledByEnv("DISTFLOW_LOCAL_SOCKET"); }
 
 std::string LocalSocketTarget(const std::string& address) {
   return absl::StrCat("unix-abstract:", kNamePrefix, address);

@@ -1,40 +1,17 @@
 #include "distributed/rpc/push_stream.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/logging.h"
+#include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 
 namespace distflow {
-namespace {
-
-grpc::ByteBuffer Serialize(const google::protobuf::MessageLite& message) {
-  grpc::Slice bytes(message.SerializeAsString());
-  return grpc::ByteBuffer(&bytes, 1);
-}
-
-bool Parse(const grpc::ByteBuffer& buffer,
-           google::protobuf::MessageLite* message) {
-  std::vector<grpc::Slice> slices;
-  if (!buffer.Dump(&slices).ok()) return false;
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  return message->ParseFromString(bytes);
-}
-
-}  // namespace
 
 bool UsePushStream() {
-  static const bool use = [] {
-    const char* value = std::getenv("DISTFLOW_PUSH_STREAM");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
+  static const bool use = EnabledByEnv("DISTFLOW_PUSH_STREAM");
   return use;
 }
 
@@ -61,7 +38,7 @@ PushCalls::CallMessage PushCalls::Call(uint64_t id, const Request& request) {
 bool PushCalls::ParseAnswer(AnswerMessage* message,
                             StreamAnswer<Response>* answer) {
   proto::PushTensorStreamResponse parsed;
-  if (!Parse(*message, &parsed)) return false;
+  if (!ProtoFromByteBuffer(*message, &parsed)) return false;
   answer->id = parsed.call_id();
   answer->status =
       parsed.code() == 0
@@ -88,7 +65,7 @@ PushCalls::AnswerMessage PushCalls::Answer(uint64_t id,
   message.set_code(static_cast<int>(status.code()));
   message.set_message(std::string(status.message()));
   message.mutable_response()->Swap(response);
-  return Serialize(message);
+  return ProtoToByteBuffer(message);
 }
 
 }  // namespace distflow

@@ -1,16 +1,13 @@
 #include "distributed/rpc/run_graph_stream.h"
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
+
+#include "distributed/rpc/grpc_util.h"
 
 namespace distflow {
 
 bool UseRunGraphStream() {
-  static const bool use = [] {
-    const char* value = std::getenv("DISTFLOW_RUN_GRAPH_STREAM");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
+  static const bool use = EnabledByEnv("DISTFLOW_RUN_GRAPH_STREAM");
   return use;
 }
 

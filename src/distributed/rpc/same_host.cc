@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "distributed/rpc/grpc_util.h"
 
 namespace distflow {
 namespace {
@@ -33,8 +34,7 @@ std::string ComputeIdentity() {
 }  // namespace
 
 bool SameHostTransportAllowedByEnv() {
-  const char* value = std::getenv("DISTFLOW_SAME_HOST_TRANSPORT");
-  return value == nullptr || std::string(value) != "0";
+  return EnabledByEnv("DISTFLOW_SAME_HOST_TRANSPORT");
 }
 
 const std::string& SameHostIdentity() {

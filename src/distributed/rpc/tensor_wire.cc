@@ -38,6 +38,23 @@ grpc::Slice FramedHeaderSlice(const google::protobuf::MessageLite& header) {
   return grpc::Slice(framed);
 }
 
+grpc::ByteBuffer ProtoToByteBuffer(
+    const google::protobuf::MessageLite& message) {
+  grpc::Slice bytes(message.SerializeAsString());
+  return grpc::ByteBuffer(&bytes, 1);
+}
+
+bool ProtoFromByteBuffer(const grpc::ByteBuffer& buffer,
+                         google::protobuf::MessageLite* message) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return false;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return message->ParseFromString(bytes);
+}
+
 void CopyFromSlices(const std::vector<grpc::Slice>& slices, size_t skip,
                     size_t n, char* out) {
   for (const grpc::Slice& s : slices) {

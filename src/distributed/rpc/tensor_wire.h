@@ -52,6 +52,13 @@ absl::StatusOr<FramedMessage> ParseFramedMessage(
     const grpc::ByteBuffer& message, google::protobuf::MessageLite* header,
     const char* method);
 
+// A protobuf message as a byte buffer (a custom-coded method's answer), and
+// back; false if `buffer` does not hold one.
+grpc::ByteBuffer ProtoToByteBuffer(
+    const google::protobuf::MessageLite& message);
+bool ProtoFromByteBuffer(const grpc::ByteBuffer& buffer,
+                         google::protobuf::MessageLite* message);
+
 // Copies `n` bytes starting `skip` bytes into the concatenation of `slices`.
 void CopyFromSlices(const std::vector<grpc::Slice>& slices, size_t skip,
                     size_t n, char* out);
