@@ -4,12 +4,13 @@
 //
 // A unary call opens an HTTP/2 stream of its own: headers out and back,
 // trailers, and gRPC's setup of a call on both sides. For a small message
-// that is most of the cost: an echo between two processes of this machine
-// took 65-73 us a unary call against 35-37 us a message each way on an open
-// stream (docs/benchmarks.md, "RunGraph on a stream"). A training step sends
-// a few such calls to each task it uses, every step, so they go on one
-// stream per task and kind of call. Each call carries an id that its answer
-// carries back; calls may overlap, and answers come as they are ready.
+// that is most of the cost: an echo between two processes of one 2-core
+// host took 65-73 us a unary call against 35-37 us a message each way on an
+// open stream (docs/benchmarks.md, "RunGraph on a stream"). A training step
+// sends a few such calls to each task it uses, every step, so they go on one
+// stream per task and kind of call. Each call carries an id (non-zero,
+// unique among the stream's running calls) that its answer carries back;
+// calls may overlap, and answers come as they are ready.
 //
 // Failures keep the unary call's meaning: a stream that breaks (the task
 // died, or its connection did) fails every call still waiting with the
