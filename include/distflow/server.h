@@ -40,6 +40,15 @@ struct ServerOptions {
   // with this off) is reached over TCP. The environment variable
   // DISTFLOW_LOCAL_SOCKET=0 also turns it off.
   bool local_socket = true;
+  // Tensors of 256 KiB or more that cross TCP (between hosts, or with the
+  // same-host path off) go on a plain TCP connection per pair of tasks,
+  // beside gRPC, written from and read into the tensors' own buffers: gRPC
+  // would copy every byte once more and frame it. The server listens for
+  // these connections on a free port of its host and tells senders about it
+  // over gRPC; a sender that cannot reach that port (a firewall that lets
+  // only the task's port through) keeps pushing over gRPC. The environment
+  // variable DISTFLOW_DATA_CONNECTION=0 also turns it off.
+  bool data_connection = true;
 };
 
 // Thread-safe.

@@ -12,6 +12,8 @@
 #include "base/logging.h"
 #include "distributed/rpc/client_unary_call.h"
 #include "distributed/rpc/completion_queue_spin.h"
+#include "distributed/rpc/data_connection.h"
+#include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/push_stream.h"
 #include "distributed/rpc/run_graph_stream.h"
@@ -59,8 +61,8 @@ struct StreamSlot {
 class GrpcRemoteWorker : public WorkerInterface {
  public:
   GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string task,
-                   std::string address, RpcDeadlines deadlines, bool same_host,
-                   CompletionQueueThreads* threads)
+                   std::string address, RpcDeadlines deadlines,
+                   const PushPaths& paths, CompletionQueueThreads* threads)
       : owned_threads_(threads == nullptr
                            ? std::make_unique<CompletionQueueThreads>(
                                  "rpc_client", nullptr, 1)
@@ -71,7 +73,8 @@ class GrpcRemoteWorker : public WorkerInterface {
         task_(std::move(task)),
         address_(std::move(address)),
         deadlines_(deadlines),
-        same_host_(same_host && !SameHostIdentity().empty()) {
+        same_host_(paths.same_host && !SameHostIdentity().empty()),
+        data_connection_(paths.data_connection) {
     run_graph_stream_.prepare = [this](grpc::ClientContext* ctx,
                                        grpc::CompletionQueue* cq) {
       return stub_->PrepareAsyncRunGraphStream(ctx, cq);
@@ -203,7 +206,7 @@ class GrpcRemoteWorker : public WorkerInterface {
         DataTypeSize(value.dtype()) != 0 &&
         static_cast<int64_t>(value.TotalBytes()) >= kMinSameHostBytes) {
       PushSameHost(step_id, key, value, std::move(done));
-    } else {
+    } else if (!PushOnDataConnection(step_id, key, value, std::move(done))) {
       PushOverConnection(step_id, key, value, std::move(done));
     }
   }
@@ -214,6 +217,13 @@ class GrpcRemoteWorker : public WorkerInterface {
   // and wait for the callbacks.
   ~GrpcRemoteWorker() override {
     // (owned_threads_, if any, outlives the calls: it is destroyed last.)
+    std::unique_ptr<DataConnection> data;
+    {
+      absl::MutexLock lock(&data_mu_);
+      data_closed_ = true;
+      data = std::move(data_);
+    }
+    data.reset();  // fails its waiting pushes, and waits for its threads
     std::vector<std::shared_ptr<RunGraphStreamClient>> run_graph_streams;
     std::vector<std::shared_ptr<PushStreamClient>> push_streams;
     {
@@ -432,7 +442,11 @@ class GrpcRemoteWorker : public WorkerInterface {
     const bool whole = requests.size() == 1 && DataTypeSize(value.dtype()) != 0;
     for (const grpc::ByteBuffer& request : requests) {
       Push(request, whole,
-           [state](const absl::Status& s, const proto::PushTensorResponse&) {
+           [this, state](const absl::Status& s,
+                         const proto::PushTensorResponse& response) {
+             if (response.has_data_connection()) {
+               TakeDataConnectionOffer(response.data_connection());
+             }
              if (!s.ok()) {
                absl::MutexLock lock(&state->mu);
                if (state->status.ok()) state->status = s;
@@ -447,6 +461,60 @@ class GrpcRemoteWorker : public WorkerInterface {
              }
            });
     }
+  }
+
+  // Pushes a large tensor on the data connection to this task, if there is
+  // one and it is ready; false otherwise (`done` is then left to the caller).
+  bool PushOnDataConnection(int64_t step_id, const std::string& key,
+                            const Tensor& value, StatusCallback&& done) {
+    if (!data_connection_ || DataTypeSize(value.dtype()) == 0 ||
+        static_cast<int64_t>(value.TotalBytes()) < kMinDataConnectionBytes) {
+      return false;
+    }
+    std::unique_ptr<DataConnection> ended;  // let go of outside the lock
+    absl::MutexLock lock(&data_mu_);
+    if (data_ == nullptr) return false;
+    switch (data_->state()) {
+      case DataConnection::State::kConnecting:
+        return false;
+      case DataConnection::State::kReady:
+        return data_->Push(step_id, key, value,
+                           absl::Milliseconds(deadlines_.step_ms),
+                           std::move(done));
+      case DataConnection::State::kRefused:
+        // Not reachable (a firewall, say): gRPC it is, for good.
+        DF_LOG(Warning) << "task " << task_ << " at " << address_
+                        << " offered a data connection, but it cannot be "
+                           "opened ("
+                        << data_->failure()
+                        << "); pushing large tensors over gRPC from now on";
+        data_refused_ = true;
+        break;
+      case DataConnection::State::kBroken:
+        // The task's next answer over gRPC offers a new one.
+        break;
+    }
+    ended = std::move(data_);
+    return false;
+  }
+
+  // Opens a data connection where this task's answer says, unless one is
+  // open or opening, or they are off or unreachable.
+  void TakeDataConnectionOffer(const proto::DataConnectionOffer& offer) {
+    if (!data_connection_) return;
+    std::unique_ptr<DataConnection> ended;  // let go of outside the lock
+    absl::MutexLock lock(&data_mu_);
+    if (data_closed_ || data_refused_) return;
+    if (data_ != nullptr) {
+      const DataConnection::State state = data_->state();
+      if (state == DataConnection::State::kConnecting ||
+          state == DataConnection::State::kReady) {
+        return;
+      }
+      ended = std::move(data_);
+    }
+    data_ = std::make_unique<DataConnection>(
+        HostOfAddress(address_), offer.port(), offer.token(), task_, address_);
   }
 
   // Offers the tensor by the same-host path: the receiver copies it out of
@@ -507,6 +575,14 @@ class GrpcRemoteWorker : public WorkerInterface {
   // between the processes are not permitted).
   const bool same_host_;
   std::atomic<bool> same_host_refused_{false};
+  // Whether to push large tensors on a data connection once the task offers
+  // one; the connection; whether it could not be opened (then never again);
+  // and whether this worker is being destroyed.
+  const bool data_connection_;
+  absl::Mutex data_mu_;
+  std::unique_ptr<DataConnection> data_ ABSL_GUARDED_BY(data_mu_);
+  bool data_refused_ ABSL_GUARDED_BY(data_mu_) = false;
+  bool data_closed_ ABSL_GUARDED_BY(data_mu_) = false;
   // The streams that RunGraph and PushTensor calls to this task go on
   // (stream_mu_ guards each slot but its atomic `unimplemented`).
   absl::Mutex stream_mu_;
@@ -524,10 +600,10 @@ class GrpcRemoteWorker : public WorkerInterface {
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
     std::shared_ptr<grpc::Channel> channel, const std::string& task,
-    const std::string& address, const RpcDeadlines& deadlines, bool same_host,
-    CompletionQueueThreads* threads) {
+    const std::string& address, const RpcDeadlines& deadlines,
+    const PushPaths& paths, CompletionQueueThreads* threads) {
   return std::make_unique<GrpcRemoteWorker>(std::move(channel), task, address,
-                                            deadlines, same_host, threads);
+                                            deadlines, paths, threads);
 }
 
 }  // namespace distflow

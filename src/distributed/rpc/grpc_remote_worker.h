@@ -19,16 +19,24 @@ struct RpcDeadlines {
   int64_t step_ms = 3'600'000;
 };
 
+// The ways a large pushed tensor may take besides gRPC.
+struct PushPaths {
+  // Offered to the peer by the same-host path (same_host.h), falling back to
+  // the connection for good if it refuses.
+  bool same_host = true;
+  // Otherwise pushed on a data connection (data_connection.h) once the peer
+  // offers one.
+  bool data_connection = true;
+};
+
 // `task` ("/job:ps/replica:0/task:0") and `address` name the peer in errors.
-// With `same_host`, large tensors are offered to the peer by the same-host
-// path (same_host.h), falling back to the connection for good if it refuses.
 // Calls complete on `threads` (not owned; a server's, which outlives the
 // worker's calls: see CompletionQueueThreads::Shutdown), or without it on a
 // thread of the worker's own.
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
     std::shared_ptr<grpc::Channel> channel, const std::string& task,
     const std::string& address, const RpcDeadlines& deadlines = {},
-    bool same_host = true, CompletionQueueThreads* threads = nullptr);
+    const PushPaths& paths = {}, CompletionQueueThreads* threads = nullptr);
 
 }  // namespace distflow
 

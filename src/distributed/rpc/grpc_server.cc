@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/mutex_checks.h"
 #include "distributed/local_master.h"
+#include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/grpc_master_service.h"
 #include "distributed/rpc/grpc_master_stream_service.h"
 #include "distributed/rpc/grpc_util.h"
@@ -32,6 +33,9 @@ constexpr int kMasterThreads = 8;
 constexpr int kRpcThreads = 1;
 // How long Stop lets in-flight calls finish before cancelling them.
 constexpr int kShutdownGraceMs = 2000;
+// Idle receive buffers a task keeps for reuse: a few steps' worth of large
+// tensors.
+constexpr size_t kMaxIdleRecvBytes = size_t{1} << 30;
 
 bool SplitAddress(const std::string& address, std::string* host, int* port) {
   const size_t colon = address.rfind(':');
@@ -141,8 +145,12 @@ absl::Status GrpcServer::Start() {
   // option, or by the environment for a whole job).
   const bool same_host =
       options_.same_host_transport && SameHostTransportAllowedByEnv();
+  PushPaths paths;
+  paths.same_host = same_host;
+  paths.data_connection =
+      options_.data_connection && DataConnectionAllowedByEnv();
   worker_cache_ = std::make_unique<GrpcWorkerCache>(
-      cluster(), task_name_, nullptr, deadlines, same_host, rpc_threads_.get(),
+      cluster(), task_name_, nullptr, deadlines, paths, rpc_threads_.get(),
       local_socket);
   WorkerEnv worker_env;
   worker_env.task_name = task_name_;
@@ -177,7 +185,26 @@ absl::Status GrpcServer::Start() {
   master_env.worker_cache = worker_cache_.get();
   master_ = std::make_shared<Master>(std::move(master_env));
 
-  worker_service_ = NewGrpcWorkerService(worker_.get(), same_host);
+  recv_pool_ = RecvBufferPool::Create(kMaxIdleRecvBytes);
+  if (paths.data_connection) {
+    Worker* worker = worker_.get();
+    auto listener = DataListener::Create(
+        listen_host, recv_pool_,
+        [worker](int64_t step_id, const std::string& key, const Tensor& value,
+                 StatusCallback done) {
+          worker->PushTensorAsync(step_id, key, value, std::move(done));
+        });
+    if (listener.ok()) {
+      data_listener_ = *std::move(listener);
+    } else {
+      // Not fatal: senders keep pushing over gRPC.
+      DF_LOG(Warning) << "task " << task_name_ << ": "
+                      << listener.status().message()
+                      << "; tensors will come over gRPC only";
+    }
+  }
+  worker_service_ = NewGrpcWorkerService(worker_.get(), same_host, recv_pool_,
+                                         data_listener_.get());
   master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);
   master_stream_service_ =
       NewGrpcMasterStreamService(master_.get(), &master_pool_);
@@ -260,6 +287,8 @@ absl::Status GrpcServer::Stop() {
     stopping_ = true;
   }
   if (server_ != nullptr) UnregisterLocalMaster(target());
+  // Senders on data connections see them break, as they see gRPC's.
+  if (data_listener_ != nullptr) data_listener_->Close();
   if (worker_ != nullptr) {
     worker_->AbortAllSteps(absl::CancelledError(
         absl::StrCat("task ", task_name_, " is stopping")));

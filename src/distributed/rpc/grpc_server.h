@@ -14,6 +14,7 @@
 #include "distributed/master.h"
 #include "distributed/rpc/async_service.h"
 #include "distributed/rpc/completion_queue_threads.h"
+#include "distributed/rpc/data_listener.h"
 #include "distributed/rpc/grpc_worker_cache.h"
 #include "distributed/worker.h"
 #include "grpcpp/grpcpp.h"
@@ -69,6 +70,12 @@ class GrpcServer : public Server {
   std::unique_ptr<Worker> worker_;
   // Shared with sessions of this process that call it directly.
   std::shared_ptr<Master> master_;
+  // Where pushed tensors are received into: gRPC's pushes and data
+  // connections share it.
+  std::shared_ptr<RecvBufferPool> recv_pool_;
+  // Data connections from other tasks (null when off); declared after the
+  // worker it delivers to, so destroyed before it.
+  std::unique_ptr<DataListener> data_listener_;
   std::unique_ptr<AsyncService> worker_service_;
   std::unique_ptr<AsyncService> master_service_;
   // The client streams of remote steps.

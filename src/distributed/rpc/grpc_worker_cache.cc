@@ -39,13 +39,13 @@ std::string TaskName(const std::string& job, int task_index) {
 
 GrpcWorkerCache::GrpcWorkerCache(ClusterMap cluster, std::string local_task,
                                  WorkerInterface* local_worker,
-                                 RpcDeadlines deadlines, bool same_host,
+                                 RpcDeadlines deadlines, PushPaths paths,
                                  CompletionQueueThreads* threads,
                                  bool local_socket)
     : local_task_(std::move(local_task)),
       local_worker_(local_worker),
       deadlines_(deadlines),
-      same_host_(same_host),
+      paths_(paths),
       threads_(threads),
       local_socket_(local_socket),
       cluster_(std::move(cluster)) {}
@@ -92,7 +92,7 @@ absl::StatusOr<WorkerInterface*> GrpcWorkerCache::GetWorker(
     workers_.erase(it);
   }
   auto worker = NewGrpcRemoteWorker(std::move(channel.channel), task, address,
-                                    deadlines_, same_host_, threads_);
+                                    deadlines_, paths_, threads_);
   WorkerInterface* raw = worker.get();
   workers_[task] = Remote{std::move(worker), channel.settled};
   return raw;

@@ -25,14 +25,14 @@ std::string TaskName(const std::string& job, int task_index);
 class GrpcWorkerCache : public WorkerCacheInterface {
  public:
   // `local_worker` (not owned, may be null) serves `local_task`. Remote
-  // workers offer the same-host path if `same_host` is set, and complete
-  // their calls on `threads` (not owned; see NewGrpcRemoteWorker). With
+  // workers push large tensors by `paths`, and complete their calls on
+  // `threads` (not owned; see NewGrpcRemoteWorker). With
   // `local_socket`, a task of this host that listens on its Unix socket
   // (local_socket.h) and answers there with its own task name is reached on
   // it; every other task over TCP. Errors name the TCP address either way.
   GrpcWorkerCache(ClusterMap cluster, std::string local_task,
                   WorkerInterface* local_worker, RpcDeadlines deadlines = {},
-                  bool same_host = true,
+                  PushPaths paths = {},
                   CompletionQueueThreads* threads = nullptr,
                   bool local_socket = false);
 
@@ -50,7 +50,7 @@ class GrpcWorkerCache : public WorkerCacheInterface {
   const std::string local_task_;
   WorkerInterface* local_worker_ ABSL_GUARDED_BY(mu_);
   const RpcDeadlines deadlines_;
-  const bool same_host_;
+  const PushPaths paths_;
   CompletionQueueThreads* const threads_;
   const bool local_socket_;
   absl::Mutex mu_;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/push_stream.h"
 #include "distributed/rpc/run_graph_stream.h"
@@ -14,10 +15,6 @@
 
 namespace distflow {
 namespace {
-
-// Idle receive buffers a worker keeps for reuse: a few steps' worth of large
-// tensors.
-constexpr size_t kMaxIdleRecvBytes = size_t{1} << 30;
 
 using Service = proto::WorkerService::WithAsyncMethod_GetStatus<
     proto::WorkerService::WithAsyncMethod_RegisterGraph<
@@ -43,9 +40,12 @@ StatusCallback Finisher(Finish finish) {
 
 class GrpcWorkerService : public AsyncService {
  public:
-  GrpcWorkerService(Worker* worker, bool same_host_reads)
+  GrpcWorkerService(Worker* worker, bool same_host_reads,
+                    std::shared_ptr<RecvBufferPool> pool,
+                    const DataListener* data_listener)
       : worker_(worker),
-        assembler_(RecvBufferPool::Create(kMaxIdleRecvBytes), same_host_reads) {
+        assembler_(std::move(pool), same_host_reads),
+        data_listener_(data_listener) {
     Forward(&get_status_, &Service::RequestGetStatus, &Worker::GetStatusAsync);
     Forward(&register_graph_, &Service::RequestRegisterGraph,
             &Worker::RegisterGraphAsync);
@@ -172,6 +172,13 @@ class GrpcWorkerService : public AsyncService {
     } else if (!pushed->value.IsInitialized()) {
       done(absl::OkStatus());  // more chunks to come
     } else {
+      if (data_listener_ != nullptr &&
+          static_cast<int64_t>(pushed->value.TotalBytes()) >=
+              kMinDataConnectionBytes) {
+        proto::DataConnectionOffer* offer = response->mutable_data_connection();
+        offer->set_port(data_listener_->port());
+        offer->set_token(data_listener_->token());
+      }
       worker_->PushTensorAsync(pushed->step_id, pushed->key, pushed->value,
                                std::move(done));
     }
@@ -179,6 +186,7 @@ class GrpcWorkerService : public AsyncService {
 
   Worker* const worker_;
   PushAssembler assembler_;
+  const DataListener* const data_listener_;
   Service service_;
   Method<proto::GetStatusRequest, proto::GetStatusResponse> get_status_;
   Method<proto::RegisterGraphRequest, proto::RegisterGraphResponse>
@@ -195,9 +203,11 @@ class GrpcWorkerService : public AsyncService {
 
 }  // namespace
 
-std::unique_ptr<AsyncService> NewGrpcWorkerService(Worker* worker,
-                                                   bool same_host_reads) {
-  return std::make_unique<GrpcWorkerService>(worker, same_host_reads);
+std::unique_ptr<AsyncService> NewGrpcWorkerService(
+    Worker* worker, bool same_host_reads, std::shared_ptr<RecvBufferPool> pool,
+    const DataListener* data_listener) {
+  return std::make_unique<GrpcWorkerService>(worker, same_host_reads,
+                                             std::move(pool), data_listener);
 }
 
 }  // namespace distflow

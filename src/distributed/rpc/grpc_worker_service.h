@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "distributed/rpc/async_service.h"
+#include "distributed/rpc/data_listener.h"
+#include "distributed/rpc/recv_buffer_pool.h"
 #include "distributed/worker.h"
 
 namespace distflow {
@@ -14,8 +16,14 @@ namespace distflow {
 // `worker` is not owned and outlives the service. Tensors pushed by the
 // same-host path are read from their sender only if `same_host_reads` is set
 // (else the sender is told to push the bytes).
-std::unique_ptr<AsyncService> NewGrpcWorkerService(Worker* worker,
-                                                   bool same_host_reads = true);
+// Pushed tensors are received into `pool`'s buffers (none: fresh ones), and
+// read by the same-host path if `same_host_reads`. With `data_listener` (not
+// owned, may be null), the answer to a large push tells the sender where to
+// open a data connection.
+std::unique_ptr<AsyncService> NewGrpcWorkerService(
+    Worker* worker, bool same_host_reads = true,
+    std::shared_ptr<RecvBufferPool> pool = nullptr,
+    const DataListener* data_listener = nullptr);
 
 }  // namespace distflow
 

@@ -154,7 +154,7 @@ TEST_F(LocalSocketTest, SocketOfAnotherTaskIsNotUsed) {
   // A cluster that puts a different task at the ps's address: the server
   // there says it is /job:ps/..., so this cache must not use its socket.
   GrpcWorkerCache wrong({{"other", {address}}}, "/job:client/replica:0/task:0",
-                        nullptr, {}, true, nullptr, /*local_socket=*/true);
+                        nullptr, {}, {}, nullptr, /*local_socket=*/true);
   auto other = wrong.GetWorker("/job:other/replica:0/task:0");
   ASSERT_TRUE(other.ok()) << other.status();
   ASSERT_EQ(AwaitUnixConnections(address, 0), 0);
@@ -164,7 +164,7 @@ TEST_F(LocalSocketTest, SocketOfAnotherTaskIsNotUsed) {
   EXPECT_EQ(UnixConnections(address), 0);
 
   GrpcWorkerCache right({{"ps", {address}}}, "/job:client/replica:0/task:0",
-                        nullptr, {}, true, nullptr, /*local_socket=*/true);
+                        nullptr, {}, {}, nullptr, /*local_socket=*/true);
   auto ps = right.GetWorker("/job:ps/replica:0/task:0");
   ASSERT_TRUE(ps.ok()) << ps.status();
   ASSERT_EQ(GetStatus(*ps, &task), absl::OkStatus());

@@ -187,7 +187,7 @@ TEST(PushPathsTest, PushedTensorIsReleasedWhenThePushEnds) {
     const std::string address = absl::StrCat("127.0.0.1:", tasks->ps->port());
     auto remote =
         NewGrpcRemoteWorker(NewChannel(address), "/job:ps/replica:0/task:0",
-                            address, RpcDeadlines(), same_host);
+                            address, RpcDeadlines(), PushPaths{same_host});
     const std::string key =
         MakeRendezvousKey("/job:worker/replica:0/task:0/device:CPU:0",
                           "/job:ps/replica:0/task:0/device:CPU:0", "big:0");

@@ -16,26 +16,59 @@ namespace {
 // The tensor a slice points into, kept alive until gRPC is done with it.
 void ReleaseTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 
-proto::PushTensorHeader HeaderFor(int64_t step_id, const std::string& key,
-                                  const Tensor& value) {
+// An error about a header that does not describe a tensor, naming the tensor.
+absl::Status NamingTensor(const proto::PushTensorHeader& header,
+                          const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("PushTensor '", header.key(),
+                                             "': ", s.message()));
+}
+
+}  // namespace
+
+proto::PushTensorHeader PushHeaderFor(int64_t step_id, const std::string& key,
+                                      const Tensor& value) {
   proto::PushTensorHeader header;
   header.set_step_id(step_id);
   header.set_key(key);
   header.set_dtype(DataTypeToProto(value.dtype()));
   ShapeToProto(value.shape(), header.mutable_shape());
+  if (DataTypeSize(value.dtype()) != 0) {
+    header.set_total_bytes(static_cast<int64_t>(value.TotalBytes()));
+  }
   return header;
 }
 
-}  // namespace
+absl::StatusOr<PushedTensorSpec> CheckPushHeader(
+    const proto::PushTensorHeader& header, int64_t data_len) {
+  absl::StatusOr<DataType> dtype = DataTypeFromProto(header.dtype());
+  if (!dtype.ok()) return NamingTensor(header, dtype.status());
+  absl::StatusOr<TensorShape> shape = TensorShapeFromProto(header.shape());
+  if (!shape.ok()) return NamingTensor(header, shape.status());
+  const int64_t total = header.total_bytes();
+  const int64_t want =
+      shape->num_elements() * static_cast<int64_t>(DataTypeSize(*dtype));
+  if (DataTypeSize(*dtype) == 0 || total != want || header.offset() < 0 ||
+      data_len < 0 || header.offset() + data_len > total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushTensor '", header.key(), "': ", data_len,
+                     " bytes at offset ", header.offset(), " do not fit a ",
+                     DataTypeName(*dtype), shape->DebugString(), " tensor"));
+  }
+  return PushedTensorSpec{*dtype, *std::move(shape)};
+}
 
-grpc::Slice FramedHeaderSlice(const google::protobuf::MessageLite& header) {
+std::string FramedHeader(const google::protobuf::MessageLite& header) {
   const std::string bytes = header.SerializeAsString();
   std::string framed(4, '\0');
   const uint32_t n = static_cast<uint32_t>(bytes.size());
   for (int i = 0; i < 4; ++i)
     framed[i] = static_cast<char>((n >> (8 * i)) & 0xff);
   framed += bytes;
-  return grpc::Slice(framed);
+  return framed;
+}
+
+grpc::Slice FramedHeaderSlice(const google::protobuf::MessageLite& header) {
+  return grpc::Slice(FramedHeader(header));
 }
 
 grpc::ByteBuffer ProtoToByteBuffer(
@@ -106,7 +139,7 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
                                                const std::string& key,
                                                const Tensor& value,
                                                int64_t chunk_bytes) {
-  proto::PushTensorHeader header = HeaderFor(step_id, key, value);
+  proto::PushTensorHeader header = PushHeaderFor(step_id, key, value);
   std::vector<grpc::ByteBuffer> messages;
   if (DataTypeSize(value.dtype()) == 0) {
     TensorToProto(value, header.mutable_small_tensor());
@@ -114,8 +147,7 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
     messages.emplace_back(&slice, 1);
     return messages;
   }
-  const int64_t total = static_cast<int64_t>(value.TotalBytes());
-  header.set_total_bytes(total);
+  const int64_t total = header.total_bytes();
   int64_t offset = 0;
   do {
     const int64_t n = std::min(chunk_bytes, total - offset);
@@ -136,8 +168,7 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
 
 grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
                                     const Tensor& value) {
-  proto::PushTensorHeader header = HeaderFor(step_id, key, value);
-  header.set_total_bytes(static_cast<int64_t>(value.TotalBytes()));
+  proto::PushTensorHeader header = PushHeaderFor(step_id, key, value);
   proto::SameHostTensor* where = header.mutable_same_host();
   where->set_host_id(SameHostIdentity());
   where->set_pid(getpid());
@@ -157,34 +188,17 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
   Complete out;
   out.step_id = header.step_id();
   out.key = header.key();
-  // A header that does not describe a tensor: the error names the tensor.
-  auto named = [&header](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat("PushTensor '", header.key(),
-                                               "': ", s.message()));
-  };
   if (header.has_small_tensor()) {
     absl::StatusOr<Tensor> value = TensorFromProto(header.small_tensor());
-    if (!value.ok()) return named(value.status());
+    if (!value.ok()) return NamingTensor(header, value.status());
     out.value = *std::move(value);
     return out;
   }
-  absl::StatusOr<DataType> dtype_or = DataTypeFromProto(header.dtype());
-  if (!dtype_or.ok()) return named(dtype_or.status());
-  absl::StatusOr<TensorShape> shape_or = TensorShapeFromProto(header.shape());
-  if (!shape_or.ok()) return named(shape_or.status());
-  const DataType dtype = *dtype_or;
-  const TensorShape& shape = *shape_or;
   const int64_t data_len = static_cast<int64_t>(size - 4 - header_len);
+  DF_ASSIGN_OR_RETURN(PushedTensorSpec spec, CheckPushHeader(header, data_len));
+  const DataType dtype = spec.dtype;
+  const TensorShape& shape = spec.shape;
   const int64_t total = header.total_bytes();
-  const int64_t want =
-      shape.num_elements() * static_cast<int64_t>(DataTypeSize(dtype));
-  if (DataTypeSize(dtype) == 0 || total != want || header.offset() < 0 ||
-      header.offset() + data_len > total) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("PushTensor '", header.key(), "': ", data_len,
-                     " bytes at offset ", header.offset(), " do not fit a ",
-                     DataTypeName(dtype), shape.DebugString(), " tensor"));
-  }
   if (header.has_same_host()) {
     DF_RETURN_IF_ERROR(ReadFromSender(header, dtype, shape, &out));
     return out;

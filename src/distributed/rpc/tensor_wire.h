@@ -36,8 +36,24 @@ namespace distflow {
 inline constexpr int64_t kDefaultPushChunkBytes = int64_t{4} << 20;
 
 // The framing of every custom-coded message (PushTensor, the master's
-// stream): [uint32 little-endian n][n bytes: a protobuf header][raw bytes].
+// stream, data connections): [uint32 little-endian n][n bytes: a protobuf
+// header][raw bytes]. The first two parts, as bytes and as a slice.
+std::string FramedHeader(const google::protobuf::MessageLite& header);
 grpc::Slice FramedHeaderSlice(const google::protobuf::MessageLite& header);
+
+// The header of a push of `value` (total_bytes set for fixed-size types).
+proto::PushTensorHeader PushHeaderFor(int64_t step_id, const std::string& key,
+                                      const Tensor& value);
+
+// The tensor that a push header of a fixed-size type describes, when
+// `data_len` bytes at its offset fit it; INVALID_ARGUMENT naming the tensor's
+// key otherwise.
+struct PushedTensorSpec {
+  DataType dtype;
+  TensorShape shape;
+};
+absl::StatusOr<PushedTensorSpec> CheckPushHeader(
+    const proto::PushTensorHeader& header, int64_t data_len);
 
 // A custom-coded message taken apart: its slices, and where the raw bytes
 // after the header start.

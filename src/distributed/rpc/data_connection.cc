@@ -1,0 +1,360 @@
+#include "distributed/rpc/data_connection.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "distributed/rpc/data_socket.h"
+#include "distributed/rpc/tensor_wire.h"
+#include "proto/worker.pb.h"
+
+namespace distflow {
+namespace {
+
+// How long connecting and the hello's answer may take.
+constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
+// The longest the reader sleeps between looks at the pushes' deadlines.
+constexpr int kDeadlineCheckMs = 1000;
+
+// Waits up to `timeout` (in slices, so that `stop` is seen) for `events` on
+// `fd`; the error when it fails or times out.
+template <typename Stop>
+absl::Status WaitFor(int fd, short events, absl::Duration timeout,
+                     const Stop& stop) {
+  const absl::Time until = absl::Now() + timeout;
+  while (true) {
+    if (stop()) return absl::CancelledError("the connection was closed");
+    pollfd p{fd, events, 0};
+    const int n = poll(&p, 1, 100);
+    if (n > 0) return absl::OkStatus();
+    if (n < 0 && errno != EINTR) {
+      return absl::UnavailableError(std::strerror(errno));
+    }
+    if (absl::Now() >= until) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no answer within ", absl::FormatDuration(timeout)));
+    }
+  }
+}
+
+}  // namespace
+
+struct DataConnection::Core {
+  Core(std::string host, int port, uint64_t token, std::string task,
+       std::string address)
+      : host(std::move(host)),
+        port(port),
+        token(token),
+        task(std::move(task)),
+        address(std::move(address)) {}
+  ~Core() {
+    if (fd >= 0) close(fd);
+  }
+
+  // A connected socket that said hello, or the reason there is none.
+  absl::StatusOr<int> Connect();
+  // Ends the connection with `reason`: waiting pushes fail.
+  void Fail(const absl::Status& reason);
+  // The error of a push that the connection's end failed.
+  absl::Status Failed(const std::string& key, const absl::Status& reason) const;
+
+  const std::string host;
+  const int port;
+  const uint64_t token;
+  const std::string task;
+  const std::string address;
+
+  struct Queued {
+    uint64_t id;
+    int64_t step_id;
+    std::string key;
+    Tensor value;
+  };
+  struct Waiting {
+    std::string key;
+    absl::Time deadline;
+    StatusCallback done;
+  };
+  mutable absl::Mutex mu;
+  State state ABSL_GUARDED_BY(mu) = State::kConnecting;
+  std::string failure ABSL_GUARDED_BY(mu);
+  bool closing ABSL_GUARDED_BY(mu) = false;
+  // Set once connected; closed by the destructor, after both threads ended.
+  int fd ABSL_GUARDED_BY(mu) = -1;
+  std::deque<Queued> queue ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<uint64_t, Waiting> waiting ABSL_GUARDED_BY(mu);
+  uint64_t next_id ABSL_GUARDED_BY(mu) = 1;
+  int64_t answered ABSL_GUARDED_BY(mu) = 0;
+};
+
+absl::StatusOr<int> DataConnection::Core::Connect() {
+  auto stop = [this] {
+    absl::MutexLock lock(&mu);
+    return closing;
+  };
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string port_name = std::to_string(port);
+  const int resolved = getaddrinfo(host.c_str(), port_name.c_str(), &hints, &found);
+  if (resolved != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ",
+                                               gai_strerror(resolved)));
+  }
+  absl::Status last = absl::UnavailableError("no address");
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                a->ai_protocol);
+    if (fd < 0) continue;
+    absl::Status s;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS) {
+        s = absl::UnavailableError(std::strerror(errno));
+      } else {
+        s = WaitFor(fd, POLLOUT, kConnectTimeout, stop);
+        int error = 0;
+        socklen_t len = sizeof(error);
+        if (s.ok() &&
+            (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 ||
+             error != 0)) {
+          s = absl::UnavailableError(std::strerror(error));
+        }
+      }
+    }
+    if (!s.ok()) {
+      last = s;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) return last;
+  // Blocking from here on: each thread waits in its own call.
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  ConfigureDataSocket(fd);
+  char hello[16];
+  std::memcpy(hello, kDataHello, 8);
+  for (int i = 0; i < 8; ++i) hello[8 + i] = static_cast<char>(token >> (8 * i));
+  iovec iov{hello, sizeof(hello)};
+  absl::Status s = SendAll(fd, &iov, 1);
+  if (s.ok()) s = WaitFor(fd, POLLIN, kConnectTimeout, stop);
+  char accepted = 0;
+  if (s.ok()) s = RecvAll(fd, &accepted, 1);
+  if (s.ok() && accepted != 1) {
+    s = absl::UnavailableError(
+        "a process there that is not the server that offered the port");
+  }
+  if (!s.ok()) {
+    close(fd);
+    return s;
+  }
+  return fd;
+}
+
+absl::Status DataConnection::Core::Failed(const std::string& key,
+                                          const absl::Status& reason) const {
+  if (absl::IsCancelled(reason)) {
+    return absl::CancelledError(absl::StrCat(
+        "push of '", key, "' to task ", task, " at ", address,
+        " was cancelled: this task's RPC layer is shutting down"));
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "push of '", key, "' to task ", task, " at ", address,
+      " failed: its data connection (port ", port, ") broke: ",
+      reason.message(), "; check that the task is running and reachable"));
+}
+
+void DataConnection::Core::Fail(const absl::Status& reason) {
+  std::vector<std::pair<std::string, StatusCallback>> failed;
+  absl::Status why = reason;
+  {
+    absl::MutexLock lock(&mu);
+    if (state == State::kBroken || state == State::kRefused) return;
+    state = state == State::kConnecting ? State::kRefused : State::kBroken;
+    // Closing shuts the socket down, which the threads see as a failure.
+    if (closing) why = absl::CancelledError("closed");
+    failure = std::string(why.message());
+    // Wakes the other thread out of its send or receive.
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    for (auto& [id, w] : waiting) failed.emplace_back(w.key, std::move(w.done));
+    waiting.clear();
+    queue.clear();
+  }
+  for (auto& [key, done] : failed) done(Failed(key, why));
+}
+
+DataConnection::DataConnection(std::string host, int port, uint64_t token,
+                               std::string task, std::string address)
+    : core_(std::make_shared<Core>(std::move(host), port, token,
+                                   std::move(task), std::move(address))) {
+  writer_ = std::thread(&DataConnection::WriteLoop, core_);
+  reader_ = std::thread(&DataConnection::ReadLoop, core_);
+}
+
+DataConnection::~DataConnection() {
+  {
+    absl::MutexLock lock(&core_->mu);
+    core_->closing = true;
+    if (core_->fd >= 0) shutdown(core_->fd, SHUT_RDWR);
+  }
+  // A push's callback that drops the last owner of this connection runs on
+  // the reader: that thread cannot wait for itself (it holds the core).
+  for (std::thread* t : {&writer_, &reader_}) {
+    if (t->get_id() == std::this_thread::get_id()) {
+      t->detach();
+    } else {
+      t->join();
+    }
+  }
+  core_->Fail(absl::CancelledError("closed"));
+}
+
+DataConnection::State DataConnection::state() const {
+  absl::MutexLock lock(&core_->mu);
+  return core_->state;
+}
+
+std::string DataConnection::failure() const {
+  absl::MutexLock lock(&core_->mu);
+  return core_->failure;
+}
+
+int64_t DataConnection::answered() const {
+  absl::MutexLock lock(&core_->mu);
+  return core_->answered;
+}
+
+bool DataConnection::Push(int64_t step_id, const std::string& key,
+                          const Tensor& value, absl::Duration deadline,
+                          StatusCallback&& done) {
+  absl::MutexLock lock(&core_->mu);
+  if (core_->state != State::kReady || core_->closing) return false;
+  const uint64_t id = core_->next_id++;
+  core_->queue.push_back({id, step_id, key, value});
+  core_->waiting.emplace(
+      id, Core::Waiting{key, absl::Now() + deadline, std::move(done)});
+  return true;
+}
+
+void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
+  absl::StatusOr<int> fd = core->Connect();
+  if (!fd.ok()) {
+    core->Fail(fd.status());
+    return;
+  }
+  {
+    absl::MutexLock lock(&core->mu);
+    if (core->closing) {
+      close(*fd);
+      return;
+    }
+    core->fd = *fd;
+    core->state = State::kReady;
+  }
+  while (true) {
+    Core::Queued push;
+    {
+      absl::MutexLock lock(&core->mu);
+      auto ready = [&core]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core->mu) {
+        return !core->queue.empty() || core->closing ||
+               core->state != State::kReady;
+      };
+      core->mu.Await(absl::Condition(&ready));
+      if (core->closing || core->state != State::kReady) return;
+      push = std::move(core->queue.front());
+      core->queue.pop_front();
+      // A push that failed by its deadline before it was written is not sent.
+      if (!core->waiting.contains(push.id)) continue;
+    }
+    proto::PushTensorHeader header =
+        PushHeaderFor(push.step_id, push.key, push.value);
+    header.set_call_id(push.id);
+    absl::Status s = SendFrame(*fd, header, push.value.raw_data(),
+                               push.value.TotalBytes());
+    if (!s.ok()) {
+      core->Fail(s);
+      return;
+    }
+  }
+}
+
+void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
+  int fd = -1;
+  {
+    absl::MutexLock lock(&core->mu);
+    auto connected = [&core]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core->mu) {
+      return core->state != State::kConnecting || core->closing;
+    };
+    core->mu.Await(absl::Condition(&connected));
+    if (core->state != State::kReady || core->closing) return;
+    fd = core->fd;
+  }
+  while (true) {
+    // Pushes past their deadline fail alone; the connection goes on.
+    std::vector<std::pair<std::string, StatusCallback>> expired;
+    int timeout_ms = kDeadlineCheckMs;
+    {
+      absl::MutexLock lock(&core->mu);
+      if (core->closing || core->state != State::kReady) return;
+      const absl::Time now = absl::Now();
+      for (auto it = core->waiting.begin(); it != core->waiting.end();) {
+        if (it->second.deadline <= now) {
+          expired.emplace_back(it->second.key, std::move(it->second.done));
+          core->waiting.erase(it++);
+        } else {
+          timeout_ms = std::min<int64_t>(
+              timeout_ms,
+              absl::ToInt64Milliseconds(it->second.deadline - now) + 1);
+          ++it;
+        }
+      }
+    }
+    for (auto& [key, done] : expired) {
+      done(absl::DeadlineExceededError(absl::StrCat(
+          "push of '", key, "' to task ", core->task, " at ", core->address,
+          " passed its deadline on the data connection; the task may be "
+          "overloaded or hung")));
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int n = poll(&p, 1, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      core->Fail(absl::UnavailableError(std::strerror(errno)));
+      return;
+    }
+    if (n <= 0) continue;
+    proto::PushTensorStreamResponse answer;
+    absl::Status s = RecvFrameHeader(fd, &answer);
+    if (!s.ok()) {
+      core->Fail(s);
+      return;
+    }
+    StatusCallback done;
+    {
+      absl::MutexLock lock(&core->mu);
+      auto it = core->waiting.find(answer.call_id());
+      if (it == core->waiting.end()) continue;  // it passed its deadline
+      done = std::move(it->second.done);
+      core->waiting.erase(it);
+      ++core->answered;
+    }
+    done(absl::Status(static_cast<absl::StatusCode>(answer.code()),
+                      answer.message()));
+  }
+}
+
+}  // namespace distflow

@@ -1,0 +1,258 @@
+#include "distributed/rpc/data_listener.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "distributed/rpc/data_socket.h"
+#include "distributed/rpc/tensor_wire.h"
+#include "proto/worker.pb.h"
+
+namespace distflow {
+namespace {
+
+// How long a new connection may take to say hello.
+constexpr int kHelloTimeoutS = 10;
+
+void SetReceiveTimeout(int fd, int seconds) {
+  timeval t{seconds, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
+}
+
+std::string PeerName(int fd) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof(peer);
+  char host[NI_MAXHOST] = "?";
+  char port[NI_MAXSERV] = "?";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0) {
+    getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof(host),
+                port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+}  // namespace
+
+// One accepted connection. Answers may be written from any thread (a push's
+// callback), so writes are serialized; the socket is closed once nothing
+// refers to it.
+struct DataListener::Connection {
+  explicit Connection(int fd) : fd(fd), peer(PeerName(fd)) {}
+  ~Connection() { close(fd); }
+
+  void Answer(uint64_t call_id, const absl::Status& status) {
+    proto::PushTensorStreamResponse answer;
+    answer.set_call_id(call_id);
+    answer.set_code(static_cast<int>(status.code()));
+    answer.set_message(std::string(status.message()));
+    absl::MutexLock lock(&write_mu);
+    // A failed write means the sender is gone: it fails its pushes itself.
+    (void)SendFrame(fd, answer);
+  }
+
+  const int fd;
+  const std::string peer;
+  absl::Mutex write_mu;
+  std::atomic<bool> finished{false};
+};
+
+absl::StatusOr<std::unique_ptr<DataListener>> DataListener::Create(
+    const std::string& host, std::shared_ptr<RecvBufferPool> pool,
+    Deliver deliver) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const int resolved =
+      getaddrinfo(BareHost(host).c_str(), "0", &hints, &found);
+  if (resolved != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for data connections on ", host, ": ",
+                     gai_strerror(resolved)));
+  }
+  std::string error = "no address";
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+      error = std::strerror(errno);
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  if (fd >= 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+    error = std::strerror(errno);
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen for data connections on ", host, ": ", error));
+  }
+  const int port =
+      ntohs(bound.ss_family == AF_INET6
+                ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return std::unique_ptr<DataListener>(
+      new DataListener(fd, port, std::move(pool), std::move(deliver)));
+}
+
+DataListener::DataListener(int fd, int port,
+                           std::shared_ptr<RecvBufferPool> pool,
+                           Deliver deliver)
+    : fd_(fd),
+      port_(port),
+      token_(RandomDataToken()),
+      pool_(std::move(pool)),
+      deliver_(std::move(deliver)) {
+  acceptor_ = std::thread(&DataListener::AcceptLoop, this);
+}
+
+DataListener::~DataListener() {
+  Close();
+  close(fd_);
+}
+
+void DataListener::Close() {
+  std::vector<Served> served;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    served = std::move(served_);
+    // Wakes the acceptor out of accept(), and each reader out of recv().
+    shutdown(fd_, SHUT_RDWR);
+    for (const Served& s : served) shutdown(s.connection->fd, SHUT_RDWR);
+  }
+  acceptor_.join();
+  for (Served& s : served) s.thread.join();
+}
+
+void DataListener::AcceptLoop() {
+  while (true) {
+    const int fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    absl::MutexLock lock(&mu_);
+    if (closed_) {
+      if (fd >= 0) close(fd);
+      return;
+    }
+    if (fd < 0) {
+      if (errno != EINTR && errno != ECONNABORTED) {
+        // Out of descriptors or memory: try again shortly.
+        DF_LOG(Warning) << "data connections: accept failed: "
+                        << std::strerror(errno);
+        mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(100));
+      }
+      continue;
+    }
+    // Connections that ended are let go of here.
+    for (auto it = served_.begin(); it != served_.end();) {
+      if (it->connection->finished) {
+        it->thread.join();
+        it = served_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto connection = std::make_shared<Connection>(fd);
+    served_.push_back(
+        {connection, std::thread(&DataListener::Serve, this, connection)});
+  }
+}
+
+void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
+  const int fd = connection->fd;
+  ConfigureDataSocket(fd);
+  SetReceiveTimeout(fd, kHelloTimeoutS);
+  char hello[16];
+  if (RecvAll(fd, hello, sizeof(hello)).ok()) {
+    uint64_t token = 0;
+    for (int i = 0; i < 8; ++i) {
+      token |= static_cast<uint64_t>(static_cast<unsigned char>(hello[8 + i]))
+               << (8 * i);
+    }
+    const bool ours =
+        std::memcmp(hello, kDataHello, sizeof(kDataHello)) == 0 &&
+        token == token_;
+    char answer = ours ? 1 : 0;
+    iovec iov{&answer, 1};
+    if (SendAll(fd, &iov, 1).ok() && ours) {
+      SetReceiveTimeout(fd, 0);  // pushes come whenever steps run
+      while (ServeOne(connection)) {
+      }
+    }
+  }
+  shutdown(fd, SHUT_RDWR);
+  connection->finished = true;
+}
+
+bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
+  const int fd = connection->fd;
+  proto::PushTensorHeader header;
+  absl::Status s = RecvFrameHeader(fd, &header);
+  if (!s.ok()) {
+    if (absl::IsInvalidArgument(s)) {
+      DF_LOG(Warning) << "data connection from " << connection->peer
+                      << ": malformed push (" << s.message()
+                      << "); closing it";
+    }
+    return false;
+  }
+  const uint64_t id = header.call_id();
+  const int64_t total = header.total_bytes();
+  absl::StatusOr<PushedTensorSpec> spec = CheckPushHeader(header, total);
+  if (spec.ok() && (header.offset() != 0 || header.has_same_host() ||
+                    header.has_small_tensor())) {
+    spec = absl::InvalidArgumentError(
+        absl::StrCat("PushTensor '", header.key(),
+                     "': a data connection carries whole tensors only"));
+  }
+  if (!spec.ok()) {
+    DF_LOG(Warning) << "data connection from " << connection->peer << ": "
+                    << spec.status().message() << "; closing it";
+    connection->Answer(id, spec.status());
+    return false;
+  }
+  absl::StatusOr<Tensor> value =
+      pool_ != nullptr ? pool_->Allocate(spec->dtype, spec->shape)
+                       : Tensor::Uninitialized(spec->dtype, spec->shape);
+  if (!value.ok()) {
+    // Read past the bytes, so that the next push is found.
+    std::vector<char> scratch(std::min<int64_t>(total, int64_t{1} << 20));
+    for (int64_t left = total; left > 0;) {
+      const size_t n = std::min<int64_t>(left, scratch.size());
+      if (!RecvAll(fd, scratch.data(), n).ok()) return false;
+      left -= static_cast<int64_t>(n);
+    }
+    connection->Answer(
+        id, absl::Status(value.status().code(),
+                         absl::StrCat("PushTensor '", header.key(),
+                                      "': ", value.status().message())));
+    return true;
+  }
+  if (!RecvAll(fd, value->raw_data(), static_cast<size_t>(total)).ok()) {
+    return false;
+  }
+  deliver_(header.step_id(), header.key(), *value,
+           [connection, id](const absl::Status& status) {
+             connection->Answer(id, status);
+           });
+  return true;
+}
+
+}  // namespace distflow

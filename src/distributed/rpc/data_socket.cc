@@ -1,0 +1,122 @@
+#include "distributed/rpc/data_socket.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "distributed/rpc/grpc_util.h"
+
+namespace distflow {
+
+bool DataConnectionAllowedByEnv() {
+  return EnabledByEnv("DISTFLOW_DATA_CONNECTION");
+}
+
+absl::Status SendAll(int fd, iovec* iov, int count) {
+  while (count > 0) {
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = static_cast<size_t>(count);
+    const ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(std::strerror(errno));
+    }
+    size_t left = static_cast<size_t>(sent);
+    while (count > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --count;
+    }
+    if (count > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecvAll(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t got = recv(fd, p, n, 0);
+    if (got == 0) return absl::UnavailableError("closed by the peer");
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::UnavailableError(std::strerror(errno));
+    }
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SendFrame(int fd, const google::protobuf::MessageLite& header,
+                       const void* data, size_t n_data) {
+  const std::string bytes = header.SerializeAsString();
+  unsigned char length[4];
+  const uint32_t n = static_cast<uint32_t>(bytes.size());
+  for (int i = 0; i < 4; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
+  iovec iov[3] = {{length, sizeof(length)},
+                  {const_cast<char*>(bytes.data()), bytes.size()},
+                  {const_cast<void*>(data), n_data}};
+  return SendAll(fd, iov, n_data > 0 ? 3 : 2);
+}
+
+absl::Status RecvFrameHeader(int fd, google::protobuf::MessageLite* header) {
+  unsigned char length[4];
+  absl::Status s = RecvAll(fd, length, sizeof(length));
+  if (!s.ok()) return s;
+  const uint32_t n = length[0] | (length[1] << 8) | (length[2] << 16) |
+                     (static_cast<uint32_t>(length[3]) << 24);
+  if (n > kMaxDataFrameHeader) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a frame header of ", n, " bytes (at most ",
+                     kMaxDataFrameHeader, " are allowed)"));
+  }
+  std::string bytes(n, '\0');
+  s = RecvAll(fd, bytes.data(), n);
+  if (!s.ok()) return s;
+  if (!header->ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("a frame header that does not parse");
+  }
+  return absl::OkStatus();
+}
+
+void ConfigureDataSocket(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  int idle_s = 20, interval_s = 5, probes = 4;
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
+}
+
+std::string BareHost(const std::string& host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    return host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+std::string HostOfAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return BareHost(colon == std::string::npos ? address
+                                             : address.substr(0, colon));
+}
+
+uint64_t RandomDataToken() {
+  std::random_device random;
+  return (static_cast<uint64_t>(random()) << 32) ^ random();
+}
+
+}  // namespace distflow

@@ -1,0 +1,80 @@
+// Data connections: a plain TCP connection from one task to another, beside
+// their gRPC connection, that carries the bytes of large pushed tensors.
+// Over gRPC every byte is copied from the socket into gRPC's buffers and
+// again into the tensor, and HTTP/2 frames it; here the sender writes from
+// the tensor's buffer and the receiver reads straight into the tensor's, as
+// a raw TCP stream does (docs/benchmarks.md, "The TCP path"). gRPC stays in
+// charge: it tells the sender where to connect (DataConnectionOffer), and
+// takes every push while there is no data connection. The bytes on the wire
+// (docs/formats.md, "Data connections"):
+//
+//   sender -> receiver: "dfdata01", token (uint64 little-endian); then per
+//     push [uint32 little-endian n][n bytes: PushTensorHeader with call_id]
+//     [total_bytes raw bytes]
+//   receiver -> sender: one byte (1: the token is this server's); then per
+//     push [uint32 little-endian n][n bytes: PushTensorStreamResponse]
+//
+// This file: what both ends share. data_connection.h is the sender's end,
+// data_listener.h the receiver's.
+#ifndef DISTFLOW_DISTRIBUTED_RPC_DATA_SOCKET_H_
+#define DISTFLOW_DISTRIBUTED_RPC_DATA_SOCKET_H_
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message_lite.h"
+
+namespace distflow {
+
+// False when the environment variable DISTFLOW_DATA_CONNECTION is "0": a
+// task then neither offers nor uses data connections (every push goes over
+// gRPC, for example to measure the difference).
+bool DataConnectionAllowedByEnv();
+
+// Pushes of fewer bytes stay on gRPC's push stream, whose per-message cost is
+// lower than a hand-over between a connection's threads.
+inline constexpr int64_t kMinDataConnectionBytes = int64_t{256} << 10;
+
+// The first bytes a sender writes, before the token.
+inline constexpr char kDataHello[8] = {'d', 'f', 'd', 'a', 't', 'a', '0', '1'};
+
+// The longest frame header either end accepts (a push header names a key and
+// a shape: far less).
+inline constexpr uint32_t kMaxDataFrameHeader = uint32_t{1} << 20;
+
+// Writes every byte of `iov` (which it advances), retrying short writes.
+// UNAVAILABLE with the system's reason when the connection fails.
+absl::Status SendAll(int fd, iovec* iov, int count);
+
+// Reads exactly `n` bytes into `data`. UNAVAILABLE when the connection fails
+// or the peer closes it ("closed by the peer").
+absl::Status RecvAll(int fd, void* data, size_t n);
+
+// Sends [n][header] and then `n_data` bytes from `data`, as one write where
+// the system allows.
+absl::Status SendFrame(int fd, const google::protobuf::MessageLite& header,
+                       const void* data = nullptr, size_t n_data = 0);
+
+// Reads one [n][header] into `header`. INVALID_ARGUMENT for a header longer
+// than kMaxDataFrameHeader or one that does not parse.
+absl::Status RecvFrameHeader(int fd, google::protobuf::MessageLite* header);
+
+// TCP_NODELAY, close-on-exec and keepalive probes, so that a peer whose host
+// died is noticed within a minute even when no push is waiting.
+void ConfigureDataSocket(int fd);
+
+// The host of "host:port" (or of "[v6 address]:port") as getaddrinfo takes
+// it; a bare host as it is, without brackets.
+std::string HostOfAddress(const std::string& address);
+std::string BareHost(const std::string& host);
+
+// A random token (from the system's entropy source).
+uint64_t RandomDataToken();
+
+}  // namespace distflow
+
+#endif  // DISTFLOW_DISTRIBUTED_RPC_DATA_SOCKET_H_
