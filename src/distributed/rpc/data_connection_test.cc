@@ -1,0 +1,440 @@
+// Data connections (data_socket.h): the two ends against each other on
+// 127.0.0.1, and tasks of a real cluster that push large tensors on them.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "distributed/rpc/data_connection.h"
+#include "distributed/rpc/data_listener.h"
+#include "distributed/rpc/data_socket.h"
+#include "distributed/rpc/tensor_wire.h"
+#include "distributed/rpc/test_cluster.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/worker.pb.h"
+
+namespace distflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kTask[] = "/job:ps/replica:0/task:0";
+
+// A tensor of `n` floats, each a function of its index and `seed`.
+Tensor Pattern(int64_t n, float seed) {
+  Tensor t(DataType::kFloat, TensorShape({n}));
+  auto values = t.flat<float>();
+  for (int64_t i = 0; i < n; ++i) values[i] = seed + static_cast<float>(i % 1000);
+  return t;
+}
+
+bool SameValues(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
+}
+
+// The receiving end: keeps what arrives, and answers at once (with the
+// error set for a key in `refuse`) or, for keys in `hold`, when the test
+// says.
+class Receiver {
+ public:
+  Receiver() {
+    auto listener = DataListener::Create(
+        "127.0.0.1", nullptr,
+        [this](int64_t step_id, const std::string& key, const Tensor& value,
+               StatusCallback done) {
+          absl::Status answer;
+          {
+            absl::MutexLock lock(&mu_);
+            received_[key] = value;
+            steps_[key] = step_id;
+            if (held_keys_.count(key) > 0) {
+              held_.push_back(std::move(done));
+              return;
+            }
+            auto refused = refuse_.find(key);
+            if (refused != refuse_.end()) answer = refused->second;
+          }
+          done(answer);
+        });
+    EXPECT_TRUE(listener.ok()) << listener.status();
+    listener_ = *std::move(listener);
+  }
+
+  DataListener* listener() { return listener_.get(); }
+  void Refuse(const std::string& key, absl::Status error) {
+    absl::MutexLock lock(&mu_);
+    refuse_[key] = std::move(error);
+  }
+  void Hold(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    held_keys_.insert(key);
+  }
+  // Waits (up to 10 s) for `n` held pushes.
+  void AwaitHeld(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return held_.size() >= n;
+    };
+    EXPECT_TRUE(
+        mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10)));
+  }
+  // Answers the held pushes OK.
+  void AnswerHeld() {
+    std::vector<StatusCallback> held;
+    {
+      absl::MutexLock lock(&mu_);
+      held = std::move(held_);
+      held_.clear();
+    }
+    for (auto& done : held) done(absl::OkStatus());
+  }
+  Tensor Received(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    auto it = received_.find(key);
+    return it == received_.end() ? Tensor() : it->second;
+  }
+  int64_t StepOf(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    return steps_[key];
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, Tensor> received_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> steps_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Status> refuse_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> held_keys_ ABSL_GUARDED_BY(mu_);
+  std::vector<StatusCallback> held_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<DataListener> listener_;
+};
+
+// Waits up to 5 s for the connection to leave kConnecting.
+DataConnection::State Settled(const DataConnection& connection) {
+  for (int i = 0; i < 500; ++i) {
+    if (connection.state() != DataConnection::State::kConnecting) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return connection.state();
+}
+
+// A push's outcome, for waiting on.
+struct Outcome {
+  absl::Notification done;
+  absl::Status status;
+  StatusCallback Callback() {
+    return [this](const absl::Status& s) {
+      status = s;
+      done.Notify();
+    };
+  }
+  absl::Status Wait() {
+    EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    return status;
+  }
+};
+
+std::unique_ptr<DataConnection> ConnectTo(DataListener* listener,
+                                          uint64_t token) {
+  return std::make_unique<DataConnection>(
+      "127.0.0.1", listener->port(), token, kTask,
+      absl::StrCat("127.0.0.1:", listener->port()));
+}
+
+TEST(DataConnectionTest, OverlappingPushesArriveWithTheirBytes) {
+  Receiver receiver;
+  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady)
+      << connection->failure();
+  std::vector<Tensor> sent;
+  std::vector<std::unique_ptr<Outcome>> outcomes;
+  for (int i = 0; i < 8; ++i) {
+    // 1 MiB and more: several writes and reads per tensor.
+    sent.push_back(Pattern((int64_t{1} << 18) + i * 1000, 10.0f * i));
+    outcomes.push_back(std::make_unique<Outcome>());
+    ASSERT_TRUE(connection->Push(100 + i, absl::StrCat("t", i), sent.back(),
+                                 absl::Seconds(10), outcomes.back()->Callback()));
+  }
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(outcomes[i]->Wait(), absl::OkStatus()) << i;
+    const std::string key = absl::StrCat("t", i);
+    EXPECT_TRUE(SameValues(receiver.Received(key), sent[i])) << key;
+    EXPECT_EQ(receiver.StepOf(key), 100 + i);
+  }
+  EXPECT_EQ(connection->answered(), 8);
+}
+
+TEST(DataConnectionTest, ARefusedPushFailsAloneAndTheConnectionGoesOn) {
+  Receiver receiver;
+  receiver.Refuse("bad", absl::AbortedError("step 7 was aborted"));
+  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  Outcome bad, good;
+  ASSERT_TRUE(connection->Push(7, "bad", Pattern(1 << 16, 1), absl::Seconds(10),
+                               bad.Callback()));
+  ASSERT_TRUE(connection->Push(8, "good", Pattern(1 << 16, 2),
+                               absl::Seconds(10), good.Callback()));
+  EXPECT_EQ(bad.Wait(), absl::AbortedError("step 7 was aborted"));
+  EXPECT_EQ(good.Wait(), absl::OkStatus());
+  EXPECT_EQ(connection->state(), DataConnection::State::kReady);
+}
+
+TEST(DataConnectionTest, AnotherServersTokenIsRefused) {
+  Receiver receiver;
+  auto connection =
+      ConnectTo(receiver.listener(), receiver.listener()->token() + 1);
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kRefused);
+  EXPECT_THAT(connection->failure(), HasSubstr("not the server"));
+  Outcome outcome;
+  StatusCallback done = outcome.Callback();
+  EXPECT_FALSE(connection->Push(1, "t", Pattern(16, 0), absl::Seconds(1),
+                                std::move(done)));
+  EXPECT_TRUE(done != nullptr);  // left to the caller
+}
+
+TEST(DataConnectionTest, APortWithoutListenerIsRefused) {
+  int port = 0;
+  {
+    Receiver receiver;
+    port = receiver.listener()->port();
+  }
+  DataConnection connection("127.0.0.1", port, 1, kTask, "127.0.0.1:1");
+  ASSERT_EQ(Settled(connection), DataConnection::State::kRefused);
+  EXPECT_THAT(connection.failure(), HasSubstr("refused"));
+}
+
+TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
+  Receiver receiver;
+  receiver.Hold("slow");
+  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  Outcome slow;
+  ASSERT_TRUE(connection->Push(1, "slow", Pattern(1 << 16, 1),
+                               absl::Milliseconds(200), slow.Callback()));
+  const absl::Status s = slow.Wait();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(kTask));
+  EXPECT_THAT(s.message(), HasSubstr("'slow'"));
+  // Its late answer is dropped; the connection goes on.
+  receiver.AwaitHeld(1);
+  receiver.AnswerHeld();
+  Outcome next;
+  ASSERT_TRUE(connection->Push(2, "next", Pattern(1 << 16, 2),
+                               absl::Seconds(10), next.Callback()));
+  EXPECT_EQ(next.Wait(), absl::OkStatus());
+}
+
+TEST(DataConnectionTest, AClosedListenerFailsWaitingPushesNamingTheTask) {
+  Receiver receiver;
+  receiver.Hold("held");
+  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  Outcome held;
+  ASSERT_TRUE(connection->Push(1, "held", Pattern(1 << 16, 1),
+                               absl::Seconds(30), held.Callback()));
+  receiver.AwaitHeld(1);
+  receiver.listener()->Close();
+  const absl::Status s = held.Wait();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(kTask));
+  EXPECT_THAT(s.message(), HasSubstr("data connection"));
+  EXPECT_EQ(connection->state(), DataConnection::State::kBroken);
+  Outcome later;
+  StatusCallback done = later.Callback();
+  EXPECT_FALSE(connection->Push(2, "later", Pattern(16, 0), absl::Seconds(1),
+                                std::move(done)));
+  receiver.AnswerHeld();  // the answer has nowhere to go: dropped
+}
+
+TEST(DataConnectionTest, DestroyingTheConnectionCancelsWaitingPushes) {
+  Receiver receiver;
+  receiver.Hold("held");
+  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  Outcome held;
+  ASSERT_TRUE(connection->Push(1, "held", Pattern(1 << 16, 1),
+                               absl::Seconds(30), held.Callback()));
+  receiver.AwaitHeld(1);
+  connection.reset();
+  const absl::Status s = held.Wait();
+  EXPECT_TRUE(absl::IsCancelled(s)) << s;
+  receiver.AnswerHeld();
+}
+
+// A raw socket that says hello to `listener`.
+int RawConnection(DataListener* listener) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(listener->port());
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  char hello[16];
+  std::memcpy(hello, kDataHello, 8);
+  const uint64_t token = listener->token();
+  for (int i = 0; i < 8; ++i) hello[8 + i] = static_cast<char>(token >> (8 * i));
+  iovec iov{hello, sizeof(hello)};
+  EXPECT_EQ(SendAll(fd, &iov, 1), absl::OkStatus());
+  char accepted = 0;
+  EXPECT_EQ(RecvAll(fd, &accepted, 1), absl::OkStatus());
+  EXPECT_EQ(accepted, 1);
+  return fd;
+}
+
+TEST(DataConnectionTest, AMalformedPushIsAnsweredAndEndsTheConnection) {
+  Receiver receiver;
+  const int fd = RawConnection(receiver.listener());
+  // A header whose byte count does not fit its shape.
+  proto::PushTensorHeader header =
+      PushHeaderFor(3, "misfit", Pattern(4, 0));
+  header.set_total_bytes(999);
+  header.set_call_id(5);
+  ASSERT_EQ(SendFrame(fd, header), absl::OkStatus());
+  proto::PushTensorStreamResponse answer;
+  ASSERT_EQ(RecvFrameHeader(fd, &answer), absl::OkStatus());
+  EXPECT_EQ(answer.call_id(), 5u);
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(answer.message(), HasSubstr("'misfit'"));
+  char byte;
+  EXPECT_THAT(std::string(RecvAll(fd, &byte, 1).message()),
+              HasSubstr("closed by the peer"));
+  close(fd);
+
+  // A frame header too long to be a push's: the connection just ends.
+  const int fd2 = RawConnection(receiver.listener());
+  const unsigned char huge[4] = {0xff, 0xff, 0xff, 0x7f};
+  iovec iov{const_cast<unsigned char*>(huge), 4};
+  ASSERT_EQ(SendAll(fd2, &iov, 1), absl::OkStatus());
+  EXPECT_FALSE(RecvAll(fd2, &byte, 1).ok());
+  close(fd2);
+}
+
+// Established TCP connections whose local port is `port` (IPv4).
+int EstablishedTo(int port) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the column names
+  int n = 0;
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    const size_t colon = local.find(':');
+    if (colon == std::string::npos || state != "01") continue;
+    if (std::stoi(local.substr(colon + 1), nullptr, 16) == port) ++n;
+  }
+  return n;
+}
+
+// A ps holds a 1 MiB variable; the worker's step reads it whole (the ps
+// pushes it to the worker) and writes a new value fed on the worker (which
+// the worker pushes to the ps). Between two hosts, as here with the
+// same-host path off, both go on data connections after the first step.
+class DataConnectionClusterTest : public ::testing::Test {
+ protected:
+  static ServerOptions BetweenHosts(bool data_connection) {
+    ServerOptions options;
+    options.same_host_transport = false;
+    options.data_connection = data_connection;
+    return options;
+  }
+
+  // Runs `steps` steps that each read the variable back and write the next
+  // pattern; checks every value read.
+  void RunSteps(TestCluster* cluster, int steps) {
+    Scope root = Scope::NewRootScope();
+    Scope ps = root.WithDevice("/job:ps/task:0");
+    Scope worker = root.WithDevice("/job:worker/task:0");
+    ops::Variable v(ps.WithOpName("v"), ops::Const(ps, Pattern(kN, 0)));
+    Output read = ops::Identity(worker, v);
+    Output next = ops::Placeholder(worker, DataType::kFloat);
+    Output write = ops::Assign(ps, v, next);
+    Operation init = ops::GlobalVariablesInitializer(root);
+    auto session = ClientSession::Create(
+        root, SessionTarget(cluster->server("worker", 0)));
+    ASSERT_TRUE(session.ok()) << session.status();
+    ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
+    for (int step = 0; step < steps; ++step) {
+      auto got = (*session)->Run({read});
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_TRUE(SameValues((*got)[0], Pattern(kN, static_cast<float>(step))))
+          << "step " << step;
+      auto wrote =
+          (*session)->Run({{next, Pattern(kN, static_cast<float>(step + 1))}},
+                          {write});
+      ASSERT_TRUE(wrote.ok()) << wrote.status();
+    }
+  }
+
+  static constexpr int64_t kN = int64_t{1} << 18;  // 1 MiB of floats
+};
+
+TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}},
+                                     BetweenHosts(/*data_connection=*/true));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const int ps_port = (*cluster)->server("ps", 0)->data_port();
+  const int worker_port = (*cluster)->server("worker", 0)->data_port();
+  ASSERT_GT(ps_port, 0);
+  ASSERT_GT(worker_port, 0);
+  RunSteps(cluster->get(), 4);
+  // One connection each way, kept between steps.
+  EXPECT_EQ(EstablishedTo(ps_port), 1);
+  EXPECT_EQ(EstablishedTo(worker_port), 1);
+}
+
+TEST_F(DataConnectionClusterTest, WithoutThemTensorsCrossOverGrpc) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}},
+                                     BetweenHosts(/*data_connection=*/false));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_EQ((*cluster)->server("ps", 0)->data_port(), 0);
+  RunSteps(cluster->get(), 3);
+}
+
+TEST_F(DataConnectionClusterTest, ARestartedPsGetsANewConnection) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}},
+                                     BetweenHosts(/*data_connection=*/true));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  RunSteps(cluster->get(), 2);
+  const int old_port = (*cluster)->server("ps", 0)->data_port();
+  ASSERT_EQ((*cluster)->Restart("ps", 0, BetweenHosts(true)), absl::OkStatus());
+  const int new_port = (*cluster)->server("ps", 0)->data_port();
+  // The worker's session finds the new ps (its graph registered again) and
+  // its pushes reach it: the broken connection is replaced. A step that
+  // raced the restart may fail once, as over gRPC.
+  for (int attempt = 0;; ++attempt) {
+    Scope root = Scope::NewRootScope();
+    Scope ps = root.WithDevice("/job:ps/task:0");
+    ops::Variable v(ps.WithOpName("v"), ops::Const(ps, Pattern(kN, 0)));
+    Output next = ops::Placeholder(root.WithDevice("/job:worker/task:0"),
+                                   DataType::kFloat);
+    Output write = ops::Assign(ps, v, next);
+    auto session = ClientSession::Create(
+        root, SessionTarget((*cluster)->server("worker", 0)));
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::Status s;
+    for (int step = 0; step < 3 && s.ok(); ++step) {
+      s = (*session)->Run({{next, Pattern(kN, 5.0f + step)}}, {write}).status();
+    }
+    if (s.ok()) break;
+    ASSERT_LT(attempt, 2) << s;
+  }
+  EXPECT_EQ(EstablishedTo(old_port), 0);
+  EXPECT_EQ(EstablishedTo(new_port), 1);
+}
+
+}  // namespace
+}  // namespace distflow

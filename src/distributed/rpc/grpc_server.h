@@ -41,6 +41,10 @@ class GrpcServer : public Server {
   // port 0, such as in tests).
   void SetCluster(ClusterMap cluster);
 
+  // The port this task takes data connections on (0: none).
+  int data_port() const {
+    return data_listener_ != nullptr ? data_listener_->port() : 0;
+  }
   Worker* worker() { return worker_.get(); }
   Master* master() { return master_.get(); }
   const std::string& task_name() const { return task_name_; }
