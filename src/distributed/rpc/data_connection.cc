@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -66,6 +67,10 @@ struct DataConnection::Core {
 
   // A connected socket that said hello, or the reason there is none.
   absl::StatusOr<int> Connect();
+  struct Queued;
+  // Writes the rest of `push`'s frame; with `dont_wait`, only what the
+  // socket takes without blocking.
+  static absl::Status WriteFrame(int fd, Queued* push, bool dont_wait);
   // Ends the connection with `reason`: waiting pushes fail.
   void Fail(const absl::Status& reason);
   // The error of a push that the connection's end failed.
@@ -77,11 +82,14 @@ struct DataConnection::Core {
   const std::string task;
   const std::string address;
 
+  // A push's frame: its header (framed) and the tensor's bytes, of which
+  // `sent` have been written.
   struct Queued {
-    uint64_t id;
-    int64_t step_id;
-    std::string key;
+    uint64_t id = 0;
+    std::string head;
     Tensor value;
+    size_t sent = 0;
+    size_t size() const { return head.size() + value.TotalBytes(); }
   };
   struct Waiting {
     std::string key;
@@ -95,10 +103,42 @@ struct DataConnection::Core {
   // Set once connected; closed by the destructor, after both threads ended.
   int fd ABSL_GUARDED_BY(mu) = -1;
   std::deque<Queued> queue ABSL_GUARDED_BY(mu);
+  // Whether a thread is writing a frame (the caller of Push, or the writer).
+  bool writing ABSL_GUARDED_BY(mu) = false;
   absl::flat_hash_map<uint64_t, Waiting> waiting ABSL_GUARDED_BY(mu);
-  uint64_t next_id ABSL_GUARDED_BY(mu) = 1;
+  std::atomic<uint64_t> next_id{1};
   int64_t answered ABSL_GUARDED_BY(mu) = 0;
 };
+
+absl::Status DataConnection::Core::WriteFrame(int fd, Queued* push,
+                                             bool dont_wait) {
+  const size_t head = push->head.size();
+  const size_t total = push->size();
+  char* const data = static_cast<char*>(push->value.raw_data());
+  while (push->sent < total) {
+    iovec iov[2];
+    int count = 0;
+    if (push->sent < head) {
+      iov[count++] = {push->head.data() + push->sent, head - push->sent};
+    }
+    const size_t data_sent = push->sent > head ? push->sent - head : 0;
+    if (total - head > data_sent) {
+      iov[count++] = {data + data_sent, total - head - data_sent};
+    }
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = static_cast<size_t>(count);
+    const ssize_t n =
+        sendmsg(fd, &message, MSG_NOSIGNAL | (dont_wait ? MSG_DONTWAIT : 0));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (dont_wait && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      return absl::UnavailableError(std::strerror(errno));
+    }
+    push->sent += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<int> DataConnection::Core::Connect() {
   auto stop = [this] {
@@ -242,12 +282,36 @@ int64_t DataConnection::answered() const {
 bool DataConnection::Push(int64_t step_id, const std::string& key,
                           const Tensor& value, absl::Duration deadline,
                           StatusCallback&& done) {
-  absl::MutexLock lock(&core_->mu);
-  if (core_->state != State::kReady || core_->closing) return false;
-  const uint64_t id = core_->next_id++;
-  core_->queue.push_back({id, step_id, key, value});
-  core_->waiting.emplace(
-      id, Core::Waiting{key, absl::Now() + deadline, std::move(done)});
+  Core::Queued push;
+  push.id = core_->next_id.fetch_add(1, std::memory_order_relaxed);
+  proto::PushTensorHeader header = PushHeaderFor(step_id, key, value);
+  header.set_call_id(push.id);
+  push.head = FramedHeader(header);
+  push.value = value;
+  int fd = -1;
+  {
+    absl::MutexLock lock(&core_->mu);
+    if (core_->state != State::kReady || core_->closing) return false;
+    core_->waiting.emplace(
+        push.id, Core::Waiting{key, absl::Now() + deadline, std::move(done)});
+    if (core_->writing || !core_->queue.empty()) {
+      core_->queue.push_back(std::move(push));
+      return true;
+    }
+    // Nothing is being written: this thread writes what the socket takes
+    // now, which saves waking the writer; the writer writes the rest.
+    core_->writing = true;
+    fd = core_->fd;
+  }
+  absl::Status s = Core::WriteFrame(fd, &push, /*dont_wait=*/true);
+  {
+    absl::MutexLock lock(&core_->mu);
+    core_->writing = false;
+    if (s.ok() && push.sent < push.size()) {
+      core_->queue.push_front(std::move(push));
+    }
+  }
+  if (!s.ok()) core_->Fail(s);
   return true;
 }
 
@@ -271,21 +335,24 @@ void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
     {
       absl::MutexLock lock(&core->mu);
       auto ready = [&core]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core->mu) {
-        return !core->queue.empty() || core->closing ||
+        return (!core->queue.empty() && !core->writing) || core->closing ||
                core->state != State::kReady;
       };
       core->mu.Await(absl::Condition(&ready));
       if (core->closing || core->state != State::kReady) return;
       push = std::move(core->queue.front());
       core->queue.pop_front();
-      // A push that failed by its deadline before it was written is not sent.
-      if (!core->waiting.contains(push.id)) continue;
+      // A push that failed by its deadline before any of it was written is
+      // not sent (one partly written must be finished: the frames follow
+      // each other).
+      if (push.sent == 0 && !core->waiting.contains(push.id)) continue;
+      core->writing = true;
     }
-    proto::PushTensorHeader header =
-        PushHeaderFor(push.step_id, push.key, push.value);
-    header.set_call_id(push.id);
-    absl::Status s = SendFrame(*fd, header, push.value.raw_data(),
-                               push.value.TotalBytes());
+    absl::Status s = Core::WriteFrame(*fd, &push, /*dont_wait=*/false);
+    {
+      absl::MutexLock lock(&core->mu);
+      core->writing = false;
+    }
     if (!s.ok()) {
       core->Fail(s);
       return;
