@@ -28,7 +28,7 @@ namespace {
 // How long connecting and the hello's answer may take.
 constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
 // The longest the reader sleeps between looks at the pushes' deadlines.
-constexpr int kDeadlineCheckMs = 1000;
+constexpr int64_t kDeadlineCheckMs = 1000;
 
 // Waits up to `timeout` (in slices, so that `stop` is seen) for `events` on
 // `fd`; the error when it fails or times out.
@@ -95,10 +95,23 @@ struct DataConnection::Core {
     std::string key;
     absl::Time deadline;
     StatusCallback done;
+    // Whether its whole frame is on the socket.
+    bool written = false;
   };
+  // Ends the connection from a thread that must not run callbacks (the
+  // caller of Push): the reader sees it and fails the waiting pushes with
+  // `reason`.
+  void Break(const absl::Status& reason);
+  // Marks push `id` as written.
+  void Written(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto it = waiting.find(id);
+    if (it != waiting.end()) it->second.written = true;
+  }
   mutable absl::Mutex mu;
   State state ABSL_GUARDED_BY(mu) = State::kConnecting;
   std::string failure ABSL_GUARDED_BY(mu);
+  // Why Break was called, for the reader's Fail.
+  absl::Status broken ABSL_GUARDED_BY(mu);
   bool closing ABSL_GUARDED_BY(mu) = false;
   // Set once connected; closed by the destructor, after both threads ended.
   int fd ABSL_GUARDED_BY(mu) = -1;
@@ -219,6 +232,13 @@ absl::Status DataConnection::Core::Failed(const std::string& key,
       reason.message(), "; check that the task is running and reachable"));
 }
 
+void DataConnection::Core::Break(const absl::Status& reason) {
+  absl::MutexLock lock(&mu);
+  if (state != State::kReady || !broken.ok()) return;
+  broken = reason;
+  shutdown(fd, SHUT_RDWR);
+}
+
 void DataConnection::Core::Fail(const absl::Status& reason) {
   std::vector<std::pair<std::string, StatusCallback>> failed;
   absl::Status why = reason;
@@ -226,8 +246,13 @@ void DataConnection::Core::Fail(const absl::Status& reason) {
     absl::MutexLock lock(&mu);
     if (state == State::kBroken || state == State::kRefused) return;
     state = state == State::kConnecting ? State::kRefused : State::kBroken;
-    // Closing shuts the socket down, which the threads see as a failure.
-    if (closing) why = absl::CancelledError("closed");
+    // Closing shuts the socket down, which the threads see as a failure;
+    // so does Break, which says why.
+    if (closing) {
+      why = absl::CancelledError("closed");
+    } else if (!broken.ok()) {
+      why = broken;
+    }
     failure = std::string(why.message());
     // Wakes the other thread out of its send or receive.
     if (fd >= 0) shutdown(fd, SHUT_RDWR);
@@ -309,9 +334,13 @@ bool DataConnection::Push(int64_t step_id, const std::string& key,
     core_->writing = false;
     if (s.ok() && push.sent < push.size()) {
       core_->queue.push_front(std::move(push));
+    } else if (s.ok()) {
+      core_->Written(push.id);
     }
   }
-  if (!s.ok()) core_->Fail(s);
+  // (The reader fails the waiting pushes: their callbacks must not run on
+  // this thread, whose caller may hold locks.)
+  if (!s.ok()) core_->Break(s);
   return true;
 }
 
@@ -352,6 +381,7 @@ void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
     {
       absl::MutexLock lock(&core->mu);
       core->writing = false;
+      if (s.ok()) core->Written(push.id);
     }
     if (!s.ok()) {
       core->Fail(s);
@@ -372,21 +402,26 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
     fd = core->fd;
   }
   while (true) {
-    // Pushes past their deadline fail alone; the connection goes on.
+    // Pushes past their deadline fail alone, and the connection goes on;
+    // unless one was not even written, which means that the task stopped
+    // reading: then the connection ends (large pushes go over gRPC).
     std::vector<std::pair<std::string, StatusCallback>> expired;
-    int timeout_ms = kDeadlineCheckMs;
+    bool unwritten = false;
+    int64_t timeout_ms = kDeadlineCheckMs;
     {
       absl::MutexLock lock(&core->mu);
       if (core->closing || core->state != State::kReady) return;
       const absl::Time now = absl::Now();
       for (auto it = core->waiting.begin(); it != core->waiting.end();) {
         if (it->second.deadline <= now) {
+          unwritten |= !it->second.written;
           expired.emplace_back(it->second.key, std::move(it->second.done));
           core->waiting.erase(it++);
         } else {
-          timeout_ms = std::min<int64_t>(
-              timeout_ms,
-              absl::ToInt64Milliseconds(it->second.deadline - now) + 1);
+          const int64_t left =
+              absl::ToInt64Milliseconds(it->second.deadline - now);
+          timeout_ms = std::min(timeout_ms, left < timeout_ms ? left + 1
+                                                              : timeout_ms);
           ++it;
         }
       }
@@ -397,8 +432,13 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
           " passed its deadline on the data connection; the task may be "
           "overloaded or hung")));
     }
+    if (unwritten) {
+      core->Fail(absl::DeadlineExceededError(
+          "a push passed its deadline before the task took its bytes"));
+      return;
+    }
     pollfd p{fd, POLLIN, 0};
-    const int n = poll(&p, 1, timeout_ms);
+    const int n = poll(&p, 1, static_cast<int>(timeout_ms));
     if (n < 0 && errno != EINTR) {
       core->Fail(absl::UnavailableError(std::strerror(errno)));
       return;

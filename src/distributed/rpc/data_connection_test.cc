@@ -20,6 +20,7 @@
 #include "distributed/rpc/data_connection.h"
 #include "distributed/rpc/data_listener.h"
 #include "distributed/rpc/data_socket.h"
+#include "distributed/rpc/local_socket.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
 #include "gmock/gmock.h"
@@ -206,14 +207,52 @@ TEST(DataConnectionTest, AnotherServersTokenIsRefused) {
 }
 
 TEST(DataConnectionTest, APortWithoutListenerIsRefused) {
-  int port = 0;
-  {
-    Receiver receiver;
-    port = receiver.listener()->port();
-  }
-  DataConnection connection("127.0.0.1", port, 1, kTask, "127.0.0.1:1");
+  // A port held by a socket that does not listen: nobody else gets it.
+  auto reserved = PortReservation::Create("127.0.0.1");
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  DataConnection connection("127.0.0.1", (*reserved)->port(), 1, kTask,
+                            "127.0.0.1:1");
   ASSERT_EQ(Settled(connection), DataConnection::State::kRefused);
   EXPECT_THAT(connection.failure(), HasSubstr("refused"));
+}
+
+// A task that stops reading (stopped, or hung): a push that cannot be
+// written by its deadline ends the connection, so that later pushes go over
+// gRPC instead of queueing behind it.
+TEST(DataConnectionTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  constexpr uint64_t kToken = 42;
+  DataConnection connection("127.0.0.1", ntohs(addr.sin_port), kToken, kTask,
+                            "127.0.0.1:1");
+  // Says hello back, then reads nothing.
+  const int peer = accept(listener, nullptr, nullptr);
+  ASSERT_GE(peer, 0);
+  char hello[16];
+  ASSERT_EQ(RecvAll(peer, hello, sizeof(hello)), absl::OkStatus());
+  char accepted = 1;
+  iovec iov{&accepted, 1};
+  ASSERT_EQ(SendAll(peer, &iov, 1), absl::OkStatus());
+  ASSERT_EQ(Settled(connection), DataConnection::State::kReady);
+  // Far more than the sockets' buffers hold.
+  Outcome stuck;
+  ASSERT_TRUE(connection.Push(1, "stuck", Pattern(int64_t{16} << 20, 0),
+                              absl::Milliseconds(300), stuck.Callback()));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(stuck.Wait())) << stuck.status;
+  for (int i = 0; i < 300 && connection.state() == DataConnection::State::kReady;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(connection.state(), DataConnection::State::kBroken);
+  EXPECT_THAT(connection.failure(), HasSubstr("deadline"));
+  close(peer);
+  close(listener);
 }
 
 TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
@@ -313,6 +352,20 @@ TEST(DataConnectionTest, AMalformedPushIsAnsweredAndEndsTheConnection) {
               HasSubstr("closed by the peer"));
   close(fd);
 
+  // A shape whose byte count overflows int64 describes no tensor.
+  const int fd3 = RawConnection(receiver.listener());
+  proto::PushTensorHeader hostile = PushHeaderFor(4, "hostile", Pattern(4, 0));
+  hostile.mutable_shape()->clear_dim();
+  hostile.mutable_shape()->add_dim(int64_t{1} << 62);
+  hostile.set_total_bytes(0);
+  hostile.set_call_id(6);
+  ASSERT_EQ(SendFrame(fd3, hostile), absl::OkStatus());
+  ASSERT_EQ(RecvFrameHeader(fd3, &answer), absl::OkStatus());
+  EXPECT_EQ(answer.call_id(), 6u);
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(answer.message(), HasSubstr("'hostile'"));
+  close(fd3);
+
   // A frame header too long to be a push's: the connection just ends.
   const int fd2 = RawConnection(receiver.listener());
   const unsigned char huge[4] = {0xff, 0xff, 0xff, 0x7f};
@@ -320,23 +373,6 @@ TEST(DataConnectionTest, AMalformedPushIsAnsweredAndEndsTheConnection) {
   ASSERT_EQ(SendAll(fd2, &iov, 1), absl::OkStatus());
   EXPECT_FALSE(RecvAll(fd2, &byte, 1).ok());
   close(fd2);
-}
-
-// Established TCP connections whose local port is `port` (IPv4).
-int EstablishedTo(int port) {
-  std::ifstream table("/proc/net/tcp");
-  std::string line;
-  std::getline(table, line);  // the column names
-  int n = 0;
-  while (std::getline(table, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state;
-    fields >> slot >> local >> remote >> state;
-    const size_t colon = local.find(':');
-    if (colon == std::string::npos || state != "01") continue;
-    if (std::stoi(local.substr(colon + 1), nullptr, 16) == port) ++n;
-  }
-  return n;
 }
 
 // A ps holds a 1 MiB variable; the worker's step reads it whole (the ps
@@ -391,9 +427,13 @@ TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
   ASSERT_GT(ps_port, 0);
   ASSERT_GT(worker_port, 0);
   RunSteps(cluster->get(), 4);
-  // One connection each way, kept between steps.
+  // One connection each way, kept between steps, and the later steps'
+  // tensors went on them (the first of each way over gRPC, whose answer
+  // offered the connection; the next may have raced its opening).
   EXPECT_EQ(EstablishedTo(ps_port), 1);
   EXPECT_EQ(EstablishedTo(worker_port), 1);
+  EXPECT_GE((*cluster)->server("ps", 0)->data_tensors_received(), 2);
+  EXPECT_GE((*cluster)->server("worker", 0)->data_tensors_received(), 2);
 }
 
 TEST_F(DataConnectionClusterTest, WithoutThemTensorsCrossOverGrpc) {
@@ -434,6 +474,7 @@ TEST_F(DataConnectionClusterTest, ARestartedPsGetsANewConnection) {
   }
   EXPECT_EQ(EstablishedTo(old_port), 0);
   EXPECT_EQ(EstablishedTo(new_port), 1);
+  EXPECT_GE((*cluster)->server("ps", 0)->data_tensors_received(), 1);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -22,10 +24,16 @@ namespace {
 
 // How long a new connection may take to say hello.
 constexpr int kHelloTimeoutS = 10;
+// How long an answer may wait for the sender to make room for it: a sender
+// that reads nothing for that long is stopped or hung.
+constexpr int kAnswerTimeoutS = 30;
+// Connections served at once (each has a thread): far more than a cluster's
+// tasks, far fewer than a process may start.
+constexpr size_t kMaxConnections = 512;
 
-void SetReceiveTimeout(int fd, int seconds) {
+void SetTimeout(int fd, int option, int seconds) {
   timeval t{seconds, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t));
+  setsockopt(fd, SOL_SOCKET, option, &t, sizeof(t));
 }
 
 std::string PeerName(int fd) {
@@ -55,8 +63,9 @@ struct DataListener::Connection {
     answer.set_code(static_cast<int>(status.code()));
     answer.set_message(std::string(status.message()));
     absl::MutexLock lock(&write_mu);
-    // A failed write means the sender is gone: it fails its pushes itself.
-    (void)SendFrame(fd, answer);
+    // A failed write means the sender is gone or stuck: the connection ends
+    // (the sender fails its pushes itself).
+    if (!SendFrame(fd, answer).ok()) shutdown(fd, SHUT_RDWR);
   }
 
   const int fd;
@@ -134,6 +143,7 @@ void DataListener::Close() {
     absl::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
+    closing_.store(true);
     served = std::move(served_);
     // Wakes the acceptor out of accept(), and each reader out of recv().
     shutdown(fd_, SHUT_RDWR);
@@ -170,15 +180,26 @@ void DataListener::AcceptLoop() {
       }
     }
     auto connection = std::make_shared<Connection>(fd);
-    served_.push_back(
-        {connection, std::thread(&DataListener::Serve, this, connection)});
+    if (served_.size() >= kMaxConnections) {
+      DF_LOG(Warning) << "data connections: refusing " << connection->peer
+                      << ": " << served_.size() << " are open already";
+      continue;  // (closed with `connection`)
+    }
+    try {
+      served_.push_back(
+          {connection, std::thread(&DataListener::Serve, this, connection)});
+    } catch (const std::system_error& e) {
+      DF_LOG(Warning) << "data connections: cannot serve "
+                      << connection->peer << ": " << e.what();
+    }
   }
 }
 
 void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
   const int fd = connection->fd;
   ConfigureDataSocket(fd);
-  SetReceiveTimeout(fd, kHelloTimeoutS);
+  SetTimeout(fd, SO_RCVTIMEO, kHelloTimeoutS);
+  SetTimeout(fd, SO_SNDTIMEO, kAnswerTimeoutS);
   char hello[16];
   if (RecvAll(fd, hello, sizeof(hello)).ok()) {
     uint64_t token = 0;
@@ -192,13 +213,25 @@ void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
     char answer = ours ? 1 : 0;
     iovec iov{&answer, 1};
     if (SendAll(fd, &iov, 1).ok() && ours) {
-      SetReceiveTimeout(fd, 0);  // pushes come whenever steps run
+      SetTimeout(fd, SO_RCVTIMEO, 0);  // pushes come whenever steps run
       while (ServeOne(connection)) {
       }
     }
   }
   shutdown(fd, SHUT_RDWR);
   connection->finished = true;
+}
+
+absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
+                                              const TensorShape& shape,
+                                              int64_t bytes) {
+  if (pool_ != nullptr) return pool_->Allocate(dtype, shape);
+  try {
+    return Tensor::Uninitialized(dtype, shape);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory for a tensor of ", bytes, " bytes"));
+  }
 }
 
 bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
@@ -228,9 +261,7 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
     connection->Answer(id, spec.status());
     return false;
   }
-  absl::StatusOr<Tensor> value =
-      pool_ != nullptr ? pool_->Allocate(spec->dtype, spec->shape)
-                       : Tensor::Uninitialized(spec->dtype, spec->shape);
+  absl::StatusOr<Tensor> value = Allocate(spec->dtype, spec->shape, total);
   if (!value.ok()) {
     // Read past the bytes, so that the next push is found.
     std::vector<char> scratch(std::min<int64_t>(total, int64_t{1} << 20));
@@ -248,6 +279,7 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
   if (!RecvAll(fd, value->raw_data(), static_cast<size_t>(total)).ok()) {
     return false;
   }
+  received_.fetch_add(1, std::memory_order_relaxed);
   deliver_(header.step_id(), header.key(), *value,
            [connection, id](const absl::Status& status) {
              connection->Answer(id, status);

@@ -8,7 +8,9 @@
 // carry this listener's token is refused; a push whose header does not
 // describe a tensor gets INVALID_ARGUMENT naming the tensor and ends the
 // connection (its framing can no longer be trusted); a tensor that cannot be
-// allocated gets RESOURCE_EXHAUSTED, and the connection goes on.
+// allocated gets RESOURCE_EXHAUSTED, and the connection goes on. An answer
+// that the sender leaves unread for 30 s ends the connection; at most 512
+// connections are served at once.
 #ifndef DISTFLOW_DISTRIBUTED_RPC_DATA_LISTENER_H_
 #define DISTFLOW_DISTRIBUTED_RPC_DATA_LISTENER_H_
 
@@ -47,6 +49,10 @@ class DataListener {
 
   int port() const { return port_; }
   uint64_t token() const { return token_; }
+  // Whether Close() was called (then the port is no longer offered).
+  bool closed() const { return closing_.load(); }
+  // Tensors received so far (for tests).
+  int64_t received() const { return received_.load(); }
 
   // Stops accepting, ends every connection (their senders see them break)
   // and waits for the threads. Answers of pushes still being delivered are
@@ -61,6 +67,9 @@ class DataListener {
   void Serve(const std::shared_ptr<Connection>& connection);
   // Reads one push and hands it over; false when the connection is done.
   bool ServeOne(const std::shared_ptr<Connection>& connection);
+  // A receive buffer; RESOURCE_EXHAUSTED when there is no memory for it.
+  absl::StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape,
+                                  int64_t bytes);
 
   const int fd_;
   const int port_;
@@ -68,6 +77,8 @@ class DataListener {
   const std::shared_ptr<RecvBufferPool> pool_;
   const Deliver deliver_;
   std::thread acceptor_;
+  std::atomic<bool> closing_{false};
+  std::atomic<int64_t> received_{0};
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   struct Served {

@@ -99,6 +99,11 @@ void ConfigureDataSocket(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
+  // Bytes the peer's host does not acknowledge for this long end the
+  // connection (keepalive probes wait while data is in flight).
+  unsigned int unacknowledged_ms = 60'000;
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledged_ms,
+             sizeof(unacknowledged_ms));
 }
 
 std::string BareHost(const std::string& host) {

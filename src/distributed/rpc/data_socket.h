@@ -63,8 +63,9 @@ absl::Status SendFrame(int fd, const google::protobuf::MessageLite& header,
 // than kMaxDataFrameHeader or one that does not parse.
 absl::Status RecvFrameHeader(int fd, google::protobuf::MessageLite* header);
 
-// TCP_NODELAY, close-on-exec and keepalive probes, so that a peer whose host
-// died is noticed within a minute even when no push is waiting.
+// TCP_NODELAY, close-on-exec, keepalive probes and a limit on unacknowledged
+// bytes, so that a peer whose host died is noticed within about a minute,
+// whether or not a push is in flight.
 void ConfigureDataSocket(int fd);
 
 // The host of "host:port" (or of "[v6 address]:port") as getaddrinfo takes

@@ -26,6 +26,9 @@ namespace distflow {
 namespace {
 
 constexpr char kPushTensorMethod[] = "/distflow.proto.WorkerService/PushTensor";
+// How long a data connection that could not be opened is not tried again
+// (unless the task offers another).
+constexpr absl::Duration kDataConnectionRetry = absl::Minutes(1);
 constexpr char kPushTensorStreamMethod[] =
     "/distflow.proto.WorkerService/PushTensorStream";
 
@@ -482,13 +485,19 @@ class GrpcRemoteWorker : public WorkerInterface {
                            absl::Milliseconds(deadlines_.step_ms),
                            std::move(done));
       case DataConnection::State::kRefused:
-        // Not reachable (a firewall, say): gRPC it is, for good.
-        DF_LOG(Warning) << "task " << task_ << " at " << address_
-                        << " offered a data connection, but it cannot be "
-                           "opened ("
-                        << data_->failure()
-                        << "); pushing large tensors over gRPC from now on";
-        data_refused_ = true;
+        // Not reachable (a firewall, say), or not any more (the task is
+        // stopping): gRPC it is, until the task offers another connection
+        // or a minute has passed.
+        if (!data_refused_warned_) {
+          DF_LOG(Warning) << "task " << task_ << " at " << address_
+                          << " offered a data connection, but it cannot be "
+                             "opened ("
+                          << data_->failure()
+                          << "); pushing large tensors over gRPC";
+          data_refused_warned_ = true;
+        }
+        refused_token_ = data_token_;
+        refused_at_ = absl::Now();
         break;
       case DataConnection::State::kBroken:
         // The task's next answer over gRPC offers a new one.
@@ -504,7 +513,11 @@ class GrpcRemoteWorker : public WorkerInterface {
     if (!data_connection_) return;
     std::unique_ptr<DataConnection> ended;  // let go of outside the lock
     absl::MutexLock lock(&data_mu_);
-    if (data_closed_ || data_refused_) return;
+    if (data_closed_) return;
+    if (offer.token() == refused_token_ &&
+        absl::Now() - refused_at_ < kDataConnectionRetry) {
+      return;
+    }
     if (data_ != nullptr) {
       const DataConnection::State state = data_->state();
       if (state == DataConnection::State::kConnecting ||
@@ -513,6 +526,7 @@ class GrpcRemoteWorker : public WorkerInterface {
       }
       ended = std::move(data_);
     }
+    data_token_ = offer.token();
     data_ = std::make_unique<DataConnection>(
         HostOfAddress(address_), offer.port(), offer.token(), task_, address_);
   }
@@ -576,12 +590,16 @@ class GrpcRemoteWorker : public WorkerInterface {
   const bool same_host_;
   std::atomic<bool> same_host_refused_{false};
   // Whether to push large tensors on a data connection once the task offers
-  // one; the connection; whether it could not be opened (then never again);
-  // and whether this worker is being destroyed.
+  // one; the connection and its token; the token of the last one that could
+  // not be opened, and when (it is not tried again for a while); and whether
+  // this worker is being destroyed.
   const bool data_connection_;
   absl::Mutex data_mu_;
   std::unique_ptr<DataConnection> data_ ABSL_GUARDED_BY(data_mu_);
-  bool data_refused_ ABSL_GUARDED_BY(data_mu_) = false;
+  uint64_t data_token_ ABSL_GUARDED_BY(data_mu_) = 0;
+  uint64_t refused_token_ ABSL_GUARDED_BY(data_mu_) = 0;
+  absl::Time refused_at_ ABSL_GUARDED_BY(data_mu_) = absl::InfinitePast();
+  bool data_refused_warned_ ABSL_GUARDED_BY(data_mu_) = false;
   bool data_closed_ ABSL_GUARDED_BY(data_mu_) = false;
   // The streams that RunGraph and PushTensor calls to this task go on
   // (stream_mu_ guards each slot but its atomic `unimplemented`).

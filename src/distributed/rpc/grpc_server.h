@@ -45,6 +45,10 @@ class GrpcServer : public Server {
   int data_port() const {
     return data_listener_ != nullptr ? data_listener_->port() : 0;
   }
+  // Tensors received on data connections so far.
+  int64_t data_tensors_received() const {
+    return data_listener_ != nullptr ? data_listener_->received() : 0;
+  }
   Worker* worker() { return worker_.get(); }
   Master* master() { return master_.get(); }
   const std::string& task_name() const { return task_name_; }

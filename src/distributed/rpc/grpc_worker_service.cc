@@ -172,7 +172,7 @@ class GrpcWorkerService : public AsyncService {
     } else if (!pushed->value.IsInitialized()) {
       done(absl::OkStatus());  // more chunks to come
     } else {
-      if (data_listener_ != nullptr &&
+      if (data_listener_ != nullptr && !data_listener_->closed() &&
           static_cast<int64_t>(pushed->value.TotalBytes()) >=
               kMinDataConnectionBytes) {
         proto::DataConnectionOffer* offer = response->mutable_data_connection();

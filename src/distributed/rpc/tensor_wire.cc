@@ -45,10 +45,16 @@ absl::StatusOr<PushedTensorSpec> CheckPushHeader(
   absl::StatusOr<TensorShape> shape = TensorShapeFromProto(header.shape());
   if (!shape.ok()) return NamingTensor(header, shape.status());
   const int64_t total = header.total_bytes();
-  const int64_t want =
-      shape->num_elements() * static_cast<int64_t>(DataTypeSize(*dtype));
-  if (DataTypeSize(*dtype) == 0 || total != want || header.offset() < 0 ||
-      data_len < 0 || header.offset() + data_len > total) {
+  // (A hostile shape may have more bytes than int64 holds: -1 matches none.)
+  int64_t want = -1;
+  if (__builtin_mul_overflow(shape->num_elements(),
+                             static_cast<int64_t>(DataTypeSize(*dtype)),
+                             &want)) {
+    want = -1;
+  }
+  if (DataTypeSize(*dtype) == 0 || want < 0 || total != want ||
+      header.offset() < 0 ||
+      data_len < 0 || header.offset() > total - data_len) {
     return absl::InvalidArgumentError(
         absl::StrCat("PushTensor '", header.key(), "': ", data_len,
                      " bytes at offset ", header.offset(), " do not fit a ",

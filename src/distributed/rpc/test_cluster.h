@@ -3,9 +3,13 @@
 #ifndef DISTFLOW_DISTRIBUTED_RPC_TEST_CLUSTER_H_
 #define DISTFLOW_DISTRIBUTED_RPC_TEST_CLUSTER_H_
 
+#include <chrono>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,6 +26,34 @@ inline SessionOptions SessionTarget(GrpcServer* server) {
   SessionOptions options;
   options.target = server->target();
   return options;
+}
+
+// Established TCP connections (IPv4) whose local port is `port`: those
+// accepted by a listener on it.
+inline int EstablishedTo(int port) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the column names
+  int n = 0;
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    const size_t colon = local.find(':');
+    if (colon == std::string::npos || state != "01") continue;
+    if (std::stoi(local.substr(colon + 1), nullptr, 16) == port) ++n;
+  }
+  return n;
+}
+
+// Waits up to 5 s for EstablishedTo(port) to reach `want`; its last value.
+inline int AwaitEstablishedTo(int port, int want) {
+  int now = EstablishedTo(port);
+  for (int i = 0; i < 100 && now != want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    now = EstablishedTo(port);
+  }
+  return now;
 }
 
 class TestCluster {
