@@ -276,15 +276,24 @@ TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
   EXPECT_EQ(next.Wait(), absl::OkStatus());
 }
 
+// A ready connection to `receiver` with one push, "held", that the receiver
+// has taken and not answered; `held` gets its outcome.
+std::unique_ptr<DataConnection> ConnectedWithHeldPush(Receiver* receiver,
+                                                      Outcome* held) {
+  receiver->Hold("held");
+  auto connection =
+      ConnectTo(receiver->listener(), receiver->listener()->token());
+  EXPECT_EQ(Settled(*connection), DataConnection::State::kReady);
+  EXPECT_TRUE(connection->Push(1, "held", Pattern(1 << 16, 1),
+                               absl::Seconds(30), held->Callback()));
+  receiver->AwaitHeld(1);
+  return connection;
+}
+
 TEST(DataConnectionTest, AClosedListenerFailsWaitingPushesNamingTheTask) {
   Receiver receiver;
-  receiver.Hold("held");
-  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
-  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
   Outcome held;
-  ASSERT_TRUE(connection->Push(1, "held", Pattern(1 << 16, 1),
-                               absl::Seconds(30), held.Callback()));
-  receiver.AwaitHeld(1);
+  auto connection = ConnectedWithHeldPush(&receiver, &held);
   receiver.listener()->Close();
   const absl::Status s = held.Wait();
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
@@ -300,13 +309,8 @@ TEST(DataConnectionTest, AClosedListenerFailsWaitingPushesNamingTheTask) {
 
 TEST(DataConnectionTest, DestroyingTheConnectionCancelsWaitingPushes) {
   Receiver receiver;
-  receiver.Hold("held");
-  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
-  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
   Outcome held;
-  ASSERT_TRUE(connection->Push(1, "held", Pattern(1 << 16, 1),
-                               absl::Seconds(30), held.Callback()));
-  receiver.AwaitHeld(1);
+  auto connection = ConnectedWithHeldPush(&receiver, &held);
   connection.reset();
   const absl::Status s = held.Wait();
   EXPECT_TRUE(absl::IsCancelled(s)) << s;
