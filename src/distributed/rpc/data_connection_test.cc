@@ -426,18 +426,24 @@ TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}},
                                      BetweenHosts(/*data_connection=*/true));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  const int ps_port = (*cluster)->server("ps", 0)->data_port();
-  const int worker_port = (*cluster)->server("worker", 0)->data_port();
-  ASSERT_GT(ps_port, 0);
-  ASSERT_GT(worker_port, 0);
-  RunSteps(cluster->get(), 4);
-  // One connection each way, kept between steps, and the later steps'
-  // tensors went on them (the first of each way over gRPC, whose answer
-  // offered the connection; the next may have raced its opening).
-  EXPECT_EQ(EstablishedTo(ps_port), 1);
-  EXPECT_EQ(EstablishedTo(worker_port), 1);
-  EXPECT_GE((*cluster)->server("ps", 0)->data_tensors_received(), 2);
-  EXPECT_GE((*cluster)->server("worker", 0)->data_tensors_received(), 2);
+  GrpcServer* ps = (*cluster)->server("ps", 0);
+  GrpcServer* worker = (*cluster)->server("worker", 0);
+  ASSERT_GT(ps->data_port(), 0);
+  ASSERT_GT(worker->data_port(), 0);
+  // The first tensor each way goes over gRPC, whose answer offers the
+  // connection, which opens in the background.
+  RunSteps(cluster->get(), 1);
+  ASSERT_EQ(AwaitEstablishedTo(ps->data_port(), 1), 1);
+  ASSERT_EQ(AwaitEstablishedTo(worker->data_port(), 1), 1);
+  const int64_t to_ps = ps->data_tensors_received();
+  const int64_t to_worker = worker->data_tensors_received();
+  // From then on every tensor goes on them, and they stay open between
+  // steps: one each way.
+  RunSteps(cluster->get(), 3);
+  EXPECT_EQ(ps->data_tensors_received() - to_ps, 3);
+  EXPECT_EQ(worker->data_tensors_received() - to_worker, 3);
+  EXPECT_EQ(EstablishedTo(ps->data_port()), 1);
+  EXPECT_EQ(EstablishedTo(worker->data_port()), 1);
 }
 
 TEST_F(DataConnectionClusterTest, WithoutThemTensorsCrossOverGrpc) {
@@ -457,28 +463,30 @@ TEST_F(DataConnectionClusterTest, ARestartedPsGetsANewConnection) {
   ASSERT_EQ((*cluster)->Restart("ps", 0, BetweenHosts(true)), absl::OkStatus());
   const int new_port = (*cluster)->server("ps", 0)->data_port();
   // The worker's session finds the new ps (its graph registered again) and
-  // its pushes reach it: the broken connection is replaced. A step that
-  // raced the restart may fail once, as over gRPC.
-  for (int attempt = 0;; ++attempt) {
-    Scope root = Scope::NewRootScope();
-    Scope ps = root.WithDevice("/job:ps/task:0");
-    ops::Variable v(ps.WithOpName("v"), ops::Const(ps, Pattern(kN, 0)));
-    Output next = ops::Placeholder(root.WithDevice("/job:worker/task:0"),
-                                   DataType::kFloat);
-    Output write = ops::Assign(ps, v, next);
-    auto session = ClientSession::Create(
-        root, SessionTarget((*cluster)->server("worker", 0)));
-    ASSERT_TRUE(session.ok()) << session.status();
-    absl::Status s;
-    for (int step = 0; step < 3 && s.ok(); ++step) {
-      s = (*session)->Run({{next, Pattern(kN, 5.0f + step)}}, {write}).status();
-    }
-    if (s.ok()) break;
-    ASSERT_LT(attempt, 2) << s;
+  // its pushes reach it: the broken connection is replaced. Steps that race
+  // the restart (the channel still reconnecting) fail, as over gRPC.
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable v(ps.WithOpName("v"), ops::Const(ps, Pattern(kN, 0)));
+  Output next =
+      ops::Placeholder(root.WithDevice("/job:worker/task:0"), DataType::kFloat);
+  Output write = ops::Assign(ps, v, next);
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto step = [&] {
+    return (*session)->Run({{next, Pattern(kN, 5.0f)}}, {write}).status();
+  };
+  absl::Status s = step();
+  for (int attempt = 0; !s.ok() && attempt < 50; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    s = step();
   }
+  ASSERT_EQ(s, absl::OkStatus());
+  ASSERT_EQ(AwaitEstablishedTo(new_port, 1), 1);
   EXPECT_EQ(EstablishedTo(old_port), 0);
-  EXPECT_EQ(EstablishedTo(new_port), 1);
-  EXPECT_GE((*cluster)->server("ps", 0)->data_tensors_received(), 1);
+  ASSERT_EQ(step(), absl::OkStatus());
+  EXPECT_EQ((*cluster)->server("ps", 0)->data_tensors_received(), 1);
 }
 
 }  // namespace
