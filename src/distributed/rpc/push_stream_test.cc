@@ -4,8 +4,9 @@
 // that name them, and a task that stops fails the pushes to it; against a
 // task that answers when the test says, answers find their callers, a push
 // past its deadline fails alone while what the task may read stays alive, a
-// worker's client can be destroyed with pushes in flight, and a task without
-// the stream gets unary pushes.
+// worker's client can be destroyed with pushes in flight, a task without
+// the stream gets unary pushes, and one whose data port cannot be reached
+// gets large pushes over gRPC.
 #include "distributed/rpc/push_stream.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,6 +26,7 @@
 #include "distributed/rpc/completion_queue_threads.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/local_socket.h"
 #include "distributed/rpc/server_unary_call.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
@@ -296,8 +299,12 @@ class PushTask {
     unary_.handle = [this](const grpc::ByteBuffer*, grpc::ByteBuffer* response,
                            std::function<void(const grpc::Status&)> finish) {
       ++unary_pushes_;
-      grpc::Slice empty;
-      *response = grpc::ByteBuffer(&empty, 1);
+      proto::PushTensorResponse answer;
+      if (offer_port_ != 0) {
+        answer.mutable_data_connection()->set_port(offer_port_);
+        answer.mutable_data_connection()->set_token(7);
+      }
+      *response = ProtoToByteBuffer(answer);
       finish(grpc::Status::OK);
     };
     run_graph_.handle =
@@ -330,6 +337,8 @@ class PushTask {
   }
 
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  // Unary pushes are answered with an offer of a data connection on `port`.
+  void OfferDataPort(int port) { offer_port_ = port; }
   int unary_pushes() const { return unary_pushes_; }
   int run_graphs() const { return run_graphs_; }
 
@@ -375,6 +384,7 @@ class PushTask {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<CompletionQueueThreads> threads_;
   std::atomic<int> unary_pushes_{0};
+  std::atomic<int> offer_port_{0};
   std::atomic<int> run_graphs_{0};
   absl::Mutex mu_;
   std::vector<Held> held_ ABSL_GUARDED_BY(mu_);
@@ -495,6 +505,32 @@ TEST(TaskWithoutStreamsTest, ATaskWithoutTheStreamGetsUnaryPushes) {
     EXPECT_TRUE(outcome->status.ok()) << outcome->status;
   }
   EXPECT_EQ(task.unary_pushes(), 3);
+}
+
+// A task whose data port cannot be reached (a firewall that lets only its
+// gRPC port through) gets every large push over gRPC, each once.
+TEST(DataPortTest, AnUnreachableDataPortLeavesPushesOnGrpc) {
+  PushTask task(/*with_stream=*/false);
+  // Held by a socket that does not listen: connections are refused.
+  auto reserved = PortReservation::Create("127.0.0.1");
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  task.OfferDataPort((*reserved)->port());
+  PushPaths between_hosts;
+  between_hosts.same_host = false;
+  auto to_task = NewGrpcRemoteWorker(NewChannel(task.address()), kPs,
+                                     task.address(), RpcDeadlines(),
+                                     between_hosts);
+  for (int step = 0; step < 5; ++step) {
+    auto outcome = std::make_shared<Outcome>();
+    Tensor value(DataType::kFloat, TensorShape({int64_t{1} << 18}));  // 1 MiB
+    to_task->PushTensorAsync(step, Key(0), value, outcome->Callback(outcome));
+    ASSERT_TRUE(
+        outcome->done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    EXPECT_TRUE(outcome->status.ok()) << outcome->status;
+    // (Time for the attempt to connect to fail.)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(task.unary_pushes(), 5);
 }
 
 // So does a task without the RunGraph stream get RunGraph calls, the
