@@ -272,15 +272,21 @@ DataConnection::DataConnection(std::string host, int port, uint64_t token,
 }
 
 DataConnection::~DataConnection() {
+  bool connecting = false;
   {
     absl::MutexLock lock(&core_->mu);
     core_->closing = true;
+    connecting = core_->state == State::kConnecting;
     if (core_->fd >= 0) shutdown(core_->fd, SHUT_RDWR);
   }
   // A push's callback that drops the last owner of this connection runs on
-  // the reader: that thread cannot wait for itself (it holds the core).
+  // the reader: that thread cannot wait for itself. And a writer still
+  // connecting may be resolving the host name, which nothing interrupts: it
+  // is not waited for (no push is waiting on it; it holds the core, and
+  // ends once it sees the connection closed).
   for (std::thread* t : {&writer_, &reader_}) {
-    if (t->get_id() == std::this_thread::get_id()) {
+    if (t->get_id() == std::this_thread::get_id() ||
+        (t == &writer_ && connecting)) {
       t->detach();
     } else {
       t->join();
