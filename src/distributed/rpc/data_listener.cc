@@ -143,7 +143,6 @@ void DataListener::Close() {
     absl::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
-    closing_.store(true);
     served = std::move(served_);
     // Wakes the acceptor out of accept(), and each reader out of recv().
     shutdown(fd_, SHUT_RDWR);
@@ -285,6 +284,45 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
              connection->Answer(id, status);
            });
   return true;
+}
+
+DataListener* LazyDataListener::Get() {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return nullptr;
+  if (!tried_) {
+    tried_ = true;
+    auto listener = DataListener::Create(host_, pool_, deliver_);
+    if (listener.ok()) {
+      listener_ = *std::move(listener);
+    } else {
+      DF_LOG(Warning) << "task " << task_ << ": "
+                      << listener.status().message()
+                      << "; tensors will come over gRPC only";
+    }
+  }
+  return listener_.get();
+}
+
+void LazyDataListener::Close() {
+  std::unique_ptr<DataListener> listener;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    listener = std::move(listener_);
+  }
+  // (Closing waits for the listener's threads: not under the lock, which
+  // the RPC threads take to offer the listener.)
+  if (listener != nullptr) listener->Close();
+}
+
+int LazyDataListener::port() {
+  absl::MutexLock lock(&mu_);
+  return listener_ != nullptr ? listener_->port() : 0;
+}
+
+int64_t LazyDataListener::received() {
+  absl::MutexLock lock(&mu_);
+  return listener_ != nullptr ? listener_->received() : 0;
 }
 
 }  // namespace distflow

@@ -49,8 +49,6 @@ class DataListener {
 
   int port() const { return port_; }
   uint64_t token() const { return token_; }
-  // Whether Close() was called (then the port is no longer offered).
-  bool closed() const { return closing_.load(); }
   // Tensors received so far (for tests).
   int64_t received() const { return received_.load(); }
 
@@ -77,7 +75,6 @@ class DataListener {
   const std::shared_ptr<RecvBufferPool> pool_;
   const Deliver deliver_;
   std::thread acceptor_;
-  std::atomic<bool> closing_{false};
   std::atomic<int64_t> received_{0};
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
@@ -86,6 +83,41 @@ class DataListener {
     std::thread thread;
   };
   std::vector<Served> served_ ABSL_GUARDED_BY(mu_);
+};
+
+// A task's DataListener, made when it is first needed: when the first large
+// push arrives over gRPC. A listener takes a free port of the system's
+// ephemeral range; made while the other tasks of a cluster start, it could
+// take the port that one of them was given (tests and `distflow local` give
+// tasks free ports of that range), which that task would then find in use.
+// Thread-safe.
+class LazyDataListener {
+ public:
+  LazyDataListener(std::string host, std::shared_ptr<RecvBufferPool> pool,
+                   DataListener::Deliver deliver, std::string task)
+      : host_(std::move(host)),
+        pool_(std::move(pool)),
+        deliver_(std::move(deliver)),
+        task_(std::move(task)) {}
+
+  // The listener, made on the first call; null once closed, or when it
+  // cannot listen (logged once: tensors then come over gRPC only).
+  DataListener* Get();
+  // Closes the listener, if made, and makes Get return null from now on.
+  void Close();
+  // The listener's port, and the tensors it received (0 before it is made).
+  int port();
+  int64_t received();
+
+ private:
+  const std::string host_;
+  const std::shared_ptr<RecvBufferPool> pool_;
+  const DataListener::Deliver deliver_;
+  const std::string task_;
+  absl::Mutex mu_;
+  std::unique_ptr<DataListener> listener_ ABSL_GUARDED_BY(mu_);
+  bool tried_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace distflow

@@ -188,20 +188,13 @@ absl::Status GrpcServer::Start() {
   recv_pool_ = RecvBufferPool::Create(kMaxIdleRecvBytes);
   if (paths.data_connection) {
     Worker* worker = worker_.get();
-    auto listener = DataListener::Create(
+    data_listener_ = std::make_unique<LazyDataListener>(
         listen_host, recv_pool_,
         [worker](int64_t step_id, const std::string& key, const Tensor& value,
                  StatusCallback done) {
           worker->PushTensorAsync(step_id, key, value, std::move(done));
-        });
-    if (listener.ok()) {
-      data_listener_ = *std::move(listener);
-    } else {
-      // Not fatal: senders keep pushing over gRPC.
-      DF_LOG(Warning) << "task " << task_name_ << ": "
-                      << listener.status().message()
-                      << "; tensors will come over gRPC only";
-    }
+        },
+        task_name_);
   }
   worker_service_ = NewGrpcWorkerService(worker_.get(), same_host, recv_pool_,
                                          data_listener_.get());

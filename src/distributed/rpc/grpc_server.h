@@ -41,7 +41,8 @@ class GrpcServer : public Server {
   // port 0, such as in tests).
   void SetCluster(ClusterMap cluster);
 
-  // The port this task takes data connections on (0: none).
+  // The port this task takes data connections on (0: none, or none yet: the
+  // listener is made when the first large tensor arrives over gRPC).
   int data_port() const {
     return data_listener_ != nullptr ? data_listener_->port() : 0;
   }
@@ -83,7 +84,7 @@ class GrpcServer : public Server {
   std::shared_ptr<RecvBufferPool> recv_pool_;
   // Data connections from other tasks (null when off); declared after the
   // worker it delivers to, so destroyed before it.
-  std::unique_ptr<DataListener> data_listener_;
+  std::unique_ptr<LazyDataListener> data_listener_;
   std::unique_ptr<AsyncService> worker_service_;
   std::unique_ptr<AsyncService> master_service_;
   // The client streams of remote steps.

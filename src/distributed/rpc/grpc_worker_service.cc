@@ -42,7 +42,7 @@ class GrpcWorkerService : public AsyncService {
  public:
   GrpcWorkerService(Worker* worker, bool same_host_reads,
                     std::shared_ptr<RecvBufferPool> pool,
-                    const DataListener* data_listener)
+                    LazyDataListener* data_listener)
       : worker_(worker),
         assembler_(std::move(pool), same_host_reads),
         data_listener_(data_listener) {
@@ -172,12 +172,16 @@ class GrpcWorkerService : public AsyncService {
     } else if (!pushed->value.IsInitialized()) {
       done(absl::OkStatus());  // more chunks to come
     } else {
-      if (data_listener_ != nullptr && !data_listener_->closed() &&
+      // (A tensor that came by the same-host path will again.)
+      if (data_listener_ != nullptr && !pushed->same_host &&
           static_cast<int64_t>(pushed->value.TotalBytes()) >=
               kMinDataConnectionBytes) {
-        proto::DataConnectionOffer* offer = response->mutable_data_connection();
-        offer->set_port(data_listener_->port());
-        offer->set_token(data_listener_->token());
+        if (const DataListener* listener = data_listener_->Get()) {
+          proto::DataConnectionOffer* offer =
+              response->mutable_data_connection();
+          offer->set_port(listener->port());
+          offer->set_token(listener->token());
+        }
       }
       worker_->PushTensorAsync(pushed->step_id, pushed->key, pushed->value,
                                std::move(done));
@@ -186,7 +190,7 @@ class GrpcWorkerService : public AsyncService {
 
   Worker* const worker_;
   PushAssembler assembler_;
-  const DataListener* const data_listener_;
+  LazyDataListener* const data_listener_;
   Service service_;
   Method<proto::GetStatusRequest, proto::GetStatusResponse> get_status_;
   Method<proto::RegisterGraphRequest, proto::RegisterGraphResponse>
@@ -205,7 +209,7 @@ class GrpcWorkerService : public AsyncService {
 
 std::unique_ptr<AsyncService> NewGrpcWorkerService(
     Worker* worker, bool same_host_reads, std::shared_ptr<RecvBufferPool> pool,
-    const DataListener* data_listener) {
+    LazyDataListener* data_listener) {
   return std::make_unique<GrpcWorkerService>(worker, same_host_reads,
                                              std::move(pool), data_listener);
 }

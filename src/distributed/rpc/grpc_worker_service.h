@@ -19,11 +19,11 @@ namespace distflow {
 // Pushed tensors are received into `pool`'s buffers (none: fresh ones), and
 // read by the same-host path if `same_host_reads`. With `data_listener` (not
 // owned, may be null), the answer to a large push tells the sender where to
-// open a data connection.
+// open a data connection (the listener is made then).
 std::unique_ptr<AsyncService> NewGrpcWorkerService(
     Worker* worker, bool same_host_reads = true,
     std::shared_ptr<RecvBufferPool> pool = nullptr,
-    const DataListener* data_listener = nullptr);
+    LazyDataListener* data_listener = nullptr);
 
 }  // namespace distflow
 

@@ -263,6 +263,7 @@ absl::Status PushAssembler::ReadFromSender(
     return absl::OkStatus();
   }
   out->value = std::move(value);
+  out->same_host = true;
   return absl::OkStatus();
 }
 

@@ -108,6 +108,8 @@ class PushAssembler {
     // Why a same-host push could not be read (value uninitialized): the
     // sender should push the bytes instead.
     std::string same_host_refused;
+    // Whether the bytes were read by the same-host path.
+    bool same_host = false;
   };
   // Decodes one message. Returns the finished tensor once its last bytes
   // have arrived, nullopt-like (value uninitialized) before that.
