@@ -485,50 +485,57 @@ class GrpcRemoteWorker : public WorkerInterface {
                            absl::Milliseconds(deadlines_.step_ms),
                            std::move(done));
       case DataConnection::State::kRefused:
-        // Not reachable (a firewall, say), or not any more (the task is
-        // stopping): gRPC it is, until the task offers another connection
-        // or a minute has passed.
-        if (!data_refused_warned_) {
-          DF_LOG(Warning) << "task " << task_ << " at " << address_
-                          << " offered a data connection, but it cannot be "
-                             "opened ("
-                          << data_->failure()
-                          << "); pushing large tensors over gRPC";
-          data_refused_warned_ = true;
-        }
-        refused_token_ = data_token_;
-        refused_at_ = absl::Now();
-        break;
       case DataConnection::State::kBroken:
-        // The task's next answer over gRPC offers a new one.
-        break;
+        ended = TakeEndedConnection();
+        return false;
     }
-    ended = std::move(data_);
     return false;
   }
 
   // Opens a data connection where this task's answer says, unless one is
-  // open or opening, or they are off or unreachable.
+  // open or opening, or they are off, or this one was refused a short while
+  // ago.
   void TakeDataConnectionOffer(const proto::DataConnectionOffer& offer) {
     if (!data_connection_) return;
     std::unique_ptr<DataConnection> ended;  // let go of outside the lock
     absl::MutexLock lock(&data_mu_);
     if (data_closed_) return;
-    if (offer.token() == refused_token_ &&
-        absl::Now() - refused_at_ < kDataConnectionRetry) {
-      return;
-    }
     if (data_ != nullptr) {
       const DataConnection::State state = data_->state();
       if (state == DataConnection::State::kConnecting ||
           state == DataConnection::State::kReady) {
         return;
       }
-      ended = std::move(data_);
+      ended = TakeEndedConnection();
+    }
+    if (offer.token() == refused_token_ &&
+        absl::Now() - refused_at_ < kDataConnectionRetry) {
+      return;
     }
     data_token_ = offer.token();
     data_ = std::make_unique<DataConnection>(
         HostOfAddress(address_), offer.port(), offer.token(), task_, address_);
+  }
+
+  // Takes the data connection, which was refused or broke. One that was
+  // refused (not reachable: a firewall, say; or not any more: the task is
+  // stopping) leaves large pushes on gRPC until the task offers another, or
+  // for a while. One that broke is replaced at the task's next offer.
+  std::unique_ptr<DataConnection> TakeEndedConnection()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(data_mu_) {
+    if (data_->state() == DataConnection::State::kRefused) {
+      if (!data_refused_warned_) {
+        DF_LOG(Warning) << "task " << task_ << " at " << address_
+                        << " offered a data connection, but it cannot be "
+                           "opened ("
+                        << data_->failure()
+                        << "); pushing large tensors over gRPC";
+        data_refused_warned_ = true;
+      }
+      refused_token_ = data_token_;
+      refused_at_ = absl::Now();
+    }
+    return std::move(data_);
   }
 
   // Offers the tensor by the same-host path: the receiver copies it out of
