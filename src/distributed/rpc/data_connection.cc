@@ -280,7 +280,7 @@ DataConnection::~DataConnection() {
     if (core_->fd >= 0) shutdown(core_->fd, SHUT_RDWR);
   }
   // A push's callback that drops the last owner of this connection runs on
-  // the reader: that thread cannot wait for itself. And a writer still
+  // one of its threads, which cannot wait for itself. And a writer still
   // connecting may be resolving the host name, which nothing interrupts: it
   // is not waited for (no push is waiting on it; it holds the core, and
   // ends once it sees the connection closed).

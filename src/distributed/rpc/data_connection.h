@@ -39,7 +39,8 @@ class DataConnection {
   // errors.
   DataConnection(std::string host, int port, uint64_t token, std::string task,
                  std::string address);
-  // Fails the pushes still waiting with CANCELLED and waits for the threads.
+  // Fails the pushes still waiting with CANCELLED and waits for the threads
+  // (but not for a writer still connecting: see the definition).
   ~DataConnection();
   DataConnection(const DataConnection&) = delete;
   DataConnection& operator=(const DataConnection&) = delete;
@@ -51,8 +52,9 @@ class DataConnection {
   // Queues a push of `value` (of a fixed-size type) under `key` in step
   // `step_id`, if the connection is ready; false otherwise, and `done` is
   // left to the caller. `done` gets the task's answer, or the failure; it
-  // runs on the connection's reader thread (or the destructor's caller). The
-  // tensor is referenced until its bytes are written.
+  // runs on one of the connection's threads (or the destructor's caller),
+  // never on the caller of Push. The tensor is referenced until its bytes
+  // are written.
   bool Push(int64_t step_id, const std::string& key, const Tensor& value,
             absl::Duration deadline, StatusCallback&& done);
 

@@ -163,12 +163,16 @@ void DataListener::AcceptLoop() {
     if (fd < 0) {
       if (errno != EINTR && errno != ECONNABORTED) {
         // Out of descriptors or memory: try again shortly.
-        DF_LOG(Warning) << "data connections: accept failed: "
-                        << std::strerror(errno);
+        if (!accept_failing_) {
+          DF_LOG(Warning) << "data connections: accept failed: "
+                          << std::strerror(errno) << "; retrying";
+          accept_failing_ = true;
+        }
         mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(100));
       }
       continue;
     }
+    accept_failing_ = false;
     // Connections that ended are let go of here.
     for (auto it = served_.begin(); it != served_.end();) {
       if (it->connection->finished) {
@@ -289,29 +293,33 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
 DataListener* LazyDataListener::Get() {
   absl::MutexLock lock(&mu_);
   if (closed_) return nullptr;
-  if (!tried_) {
-    tried_ = true;
+  if (listener_ == nullptr &&
+      absl::Now() - failed_at_ >= absl::Minutes(1)) {
     auto listener = DataListener::Create(host_, pool_, deliver_);
     if (listener.ok()) {
       listener_ = *std::move(listener);
     } else {
+      failed_at_ = absl::Now();
       DF_LOG(Warning) << "task " << task_ << ": "
                       << listener.status().message()
-                      << "; tensors will come over gRPC only";
+                      << "; tensors will come over gRPC (trying again in a "
+                         "minute)";
     }
   }
   return listener_.get();
 }
 
 void LazyDataListener::Close() {
-  std::unique_ptr<DataListener> listener;
+  DataListener* listener = nullptr;
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
-    listener = std::move(listener_);
+    listener = listener_.get();
   }
   // (Closing waits for the listener's threads: not under the lock, which
-  // the RPC threads take to offer the listener.)
+  // the RPC threads take to offer the listener. The listener itself stays
+  // until this object goes: a thread that got it just before may still read
+  // its port.)
   if (listener != nullptr) listener->Close();
 }
 

@@ -77,6 +77,8 @@ class DataListener {
   std::thread acceptor_;
   std::atomic<int64_t> received_{0};
   absl::Mutex mu_;
+  // Whether accept() is failing (it is logged once per episode).
+  bool accept_failing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   struct Served {
     std::shared_ptr<Connection> connection;
@@ -101,7 +103,8 @@ class LazyDataListener {
         task_(std::move(task)) {}
 
   // The listener, made on the first call; null once closed, or when it
-  // cannot listen (logged once: tensors then come over gRPC only).
+  // cannot listen (logged; tensors then come over gRPC only, and it is tried
+  // again a minute later). It stays alive as long as this object.
   DataListener* Get();
   // Closes the listener, if made, and makes Get return null from now on.
   void Close();
@@ -116,7 +119,8 @@ class LazyDataListener {
   const std::string task_;
   absl::Mutex mu_;
   std::unique_ptr<DataListener> listener_ ABSL_GUARDED_BY(mu_);
-  bool tried_ ABSL_GUARDED_BY(mu_) = false;
+  // When making it last failed.
+  absl::Time failed_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/tensor_wire.h"
 
 namespace distflow {
 
@@ -60,14 +61,10 @@ absl::Status RecvAll(int fd, void* data, size_t n) {
 
 absl::Status SendFrame(int fd, const google::protobuf::MessageLite& header,
                        const void* data, size_t n_data) {
-  const std::string bytes = header.SerializeAsString();
-  unsigned char length[4];
-  const uint32_t n = static_cast<uint32_t>(bytes.size());
-  for (int i = 0; i < 4; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
-  iovec iov[3] = {{length, sizeof(length)},
-                  {const_cast<char*>(bytes.data()), bytes.size()},
+  std::string framed = FramedHeader(header);
+  iovec iov[2] = {{framed.data(), framed.size()},
                   {const_cast<void*>(data), n_data}};
-  return SendAll(fd, iov, n_data > 0 ? 3 : 2);
+  return SendAll(fd, iov, n_data > 0 ? 2 : 1);
 }
 
 absl::Status RecvFrameHeader(int fd, google::protobuf::MessageLite* header) {

@@ -220,13 +220,14 @@ class GrpcRemoteWorker : public WorkerInterface {
   // and wait for the callbacks.
   ~GrpcRemoteWorker() override {
     // (owned_threads_, if any, outlives the calls: it is destroyed last.)
-    std::unique_ptr<DataConnection> data;
+    std::shared_ptr<DataConnection> data;
     {
       absl::MutexLock lock(&data_mu_);
       data_closed_ = true;
       data = std::move(data_);
     }
-    data.reset();  // fails its waiting pushes, and waits for its threads
+    // Fails its waiting pushes and ends its threads (see ~DataConnection).
+    data.reset();
     std::vector<std::shared_ptr<RunGraphStreamClient>> run_graph_streams;
     std::vector<std::shared_ptr<PushStreamClient>> push_streams;
     {
@@ -474,22 +475,27 @@ class GrpcRemoteWorker : public WorkerInterface {
         static_cast<int64_t>(value.TotalBytes()) < kMinDataConnectionBytes) {
       return false;
     }
-    std::unique_ptr<DataConnection> ended;  // let go of outside the lock
-    absl::MutexLock lock(&data_mu_);
-    if (data_ == nullptr) return false;
-    switch (data_->state()) {
-      case DataConnection::State::kConnecting:
-        return false;
-      case DataConnection::State::kReady:
-        return data_->Push(step_id, key, value,
-                           absl::Milliseconds(deadlines_.step_ms),
-                           std::move(done));
-      case DataConnection::State::kRefused:
-      case DataConnection::State::kBroken:
-        ended = TakeEndedConnection();
-        return false;
+    std::shared_ptr<DataConnection> ended;  // let go of outside the lock
+    std::shared_ptr<DataConnection> ready;
+    {
+      absl::MutexLock lock(&data_mu_);
+      if (data_ == nullptr) return false;
+      switch (data_->state()) {
+        case DataConnection::State::kConnecting:
+          return false;
+        case DataConnection::State::kReady:
+          ready = data_;
+          break;
+        case DataConnection::State::kRefused:
+        case DataConnection::State::kBroken:
+          ended = TakeEndedConnection();
+          return false;
+      }
     }
-    return false;
+    // (Outside the lock: the push may write megabytes to the socket.)
+    return ready != nullptr &&
+           ready->Push(step_id, key, value,
+                       absl::Milliseconds(deadlines_.step_ms), std::move(done));
   }
 
   // Opens a data connection where this task's answer says, unless one is
@@ -497,7 +503,7 @@ class GrpcRemoteWorker : public WorkerInterface {
   // ago.
   void TakeDataConnectionOffer(const proto::DataConnectionOffer& offer) {
     if (!data_connection_) return;
-    std::unique_ptr<DataConnection> ended;  // let go of outside the lock
+    std::shared_ptr<DataConnection> ended;  // let go of outside the lock
     absl::MutexLock lock(&data_mu_);
     if (data_closed_) return;
     if (data_ != nullptr) {
@@ -513,7 +519,7 @@ class GrpcRemoteWorker : public WorkerInterface {
       return;
     }
     data_token_ = offer.token();
-    data_ = std::make_unique<DataConnection>(
+    data_ = std::make_shared<DataConnection>(
         HostOfAddress(address_), offer.port(), offer.token(), task_, address_);
   }
 
@@ -521,16 +527,15 @@ class GrpcRemoteWorker : public WorkerInterface {
   // refused (not reachable: a firewall, say; or not any more: the task is
   // stopping) leaves large pushes on gRPC until the task offers another, or
   // for a while. One that broke is replaced at the task's next offer.
-  std::unique_ptr<DataConnection> TakeEndedConnection()
+  std::shared_ptr<DataConnection> TakeEndedConnection()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(data_mu_) {
     if (data_->state() == DataConnection::State::kRefused) {
-      if (!data_refused_warned_) {
+      if (refused_token_ != data_token_) {  // once per offer
         DF_LOG(Warning) << "task " << task_ << " at " << address_
                         << " offered a data connection, but it cannot be "
                            "opened ("
                         << data_->failure()
                         << "); pushing large tensors over gRPC";
-        data_refused_warned_ = true;
       }
       refused_token_ = data_token_;
       refused_at_ = absl::Now();
@@ -598,15 +603,15 @@ class GrpcRemoteWorker : public WorkerInterface {
   std::atomic<bool> same_host_refused_{false};
   // Whether to push large tensors on a data connection once the task offers
   // one; the connection and its token; the token of the last one that could
-  // not be opened, and when (it is not tried again for a while); and whether
-  // this worker is being destroyed.
+  // not be opened, and when (it is not tried again for a while, and is
+  // reported once); and whether this worker is being destroyed.
   const bool data_connection_;
   absl::Mutex data_mu_;
-  std::unique_ptr<DataConnection> data_ ABSL_GUARDED_BY(data_mu_);
+  // (Shared with pushes in progress, which write outside the lock.)
+  std::shared_ptr<DataConnection> data_ ABSL_GUARDED_BY(data_mu_);
   uint64_t data_token_ ABSL_GUARDED_BY(data_mu_) = 0;
   uint64_t refused_token_ ABSL_GUARDED_BY(data_mu_) = 0;
   absl::Time refused_at_ ABSL_GUARDED_BY(data_mu_) = absl::InfinitePast();
-  bool data_refused_warned_ ABSL_GUARDED_BY(data_mu_) = false;
   bool data_closed_ ABSL_GUARDED_BY(data_mu_) = false;
   // The streams that RunGraph and PushTensor calls to this task go on
   // (stream_mu_ guards each slot but its atomic `unimplemented`).

@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/grpc_util.h"
 #include "graph/device_name.h"
 #include "proto/worker.grpc.pb.h"
@@ -27,17 +28,6 @@ namespace {
 constexpr char kNamePrefix[] = "distflow/";
 // How long the task on a Unix socket has to say who it is.
 constexpr int kIdentifyTimeoutMs = 2000;
-
-// "host" of "host:port", without the brackets of "[::1]:port".
-std::string HostOf(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  std::string host =
-      colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host;
-}
 
 std::string PortOf(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -122,7 +112,7 @@ std::string LocalSocketTarget(const std::string& address) {
 }
 
 bool IsLocalAddress(const std::string& address) {
-  const std::string host = HostOf(address);
+  const std::string host = HostOfAddress(address);
   if (host == "localhost" || absl::StartsWith(host, "127.") || host == "::1") {
     return true;
   }
@@ -149,7 +139,7 @@ bool TcpListening(const std::string& address) {
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* list = nullptr;
-  if (getaddrinfo(HostOf(address).c_str(), PortOf(address).c_str(), &hints,
+  if (getaddrinfo(HostOfAddress(address).c_str(), PortOf(address).c_str(), &hints,
                   &list) != 0) {
     return false;
   }
