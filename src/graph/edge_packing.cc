@@ -61,28 +61,51 @@ EdgePackingPlan PlanEdgePacking(const Graph& graph) {
     EdgePack pack;
     std::vector<std::vector<const Node*>> consumers;
   };
-  std::map<std::tuple<std::string, std::string, DataType>, Candidate> groups;
-  std::map<std::tuple<std::string, int, std::string>, int> member_index;
+  // Keyed by source task, destination task, dtype and the number of the
+  // pack among theirs (a new one once the last is full).
+  using GroupKey = std::tuple<std::string, std::string, DataType, int>;
+  std::map<GroupKey, Candidate> groups;
+  // The pack that tensors of (source, destination, dtype) go to now, and
+  // the bytes it holds.
+  std::map<std::tuple<std::string, std::string, DataType>,
+           std::pair<int, int64_t>>
+      filling;
+  // (source node, output, destination task) -> its group and member index.
+  std::map<std::tuple<std::string, int, std::string>, std::pair<GroupKey, int>>
+      member_index;
   for (const auto& node : graph.nodes()) {
     const std::string dst_task = TaskOfDevice(node->assigned_device());
     for (const Endpoint& in : node->inputs()) {
       const std::string src_task = TaskOfDevice(in.node->assigned_device());
-      if (src_task == dst_task || PackableBytes(*in.node, in.index) < 0) {
-        continue;
-      }
+      const int64_t bytes = PackableBytes(*in.node, in.index);
+      if (src_task == dst_task || bytes < 0) continue;
       const DataType dtype = in.node->output_type(in.index);
-      Candidate& group = groups[{src_task, dst_task, dtype}];
-      auto [it, added] = member_index.emplace(
-          std::make_tuple(in.node->name(), in.index, dst_task),
-          static_cast<int>(group.pack.members.size()));
-      if (added) {
+      auto member = std::make_tuple(in.node->name(), in.index, dst_task);
+      auto found = member_index.find(member);
+      if (found == member_index.end()) {
+        auto& [number, held] = filling[{src_task, dst_task, dtype}];
+        if (held > 0 && held + bytes > kMaxPackBytes) {
+          ++number;
+          held = 0;
+        }
+        held += bytes;
+        const GroupKey key{src_task, dst_task, dtype, number};
+        Candidate& group = groups[key];
         group.pack.src_task = src_task;
         group.pack.dst_task = dst_task;
         group.pack.dtype = dtype;
         group.pack.members.push_back(in);
         group.consumers.emplace_back();
+        found =
+            member_index
+                .emplace(member,
+                         std::make_pair(
+                             key,
+                             static_cast<int>(group.pack.members.size()) - 1))
+                .first;
       }
-      group.consumers[it->second].push_back(node.get());
+      const auto& [key, index] = found->second;
+      groups[key].consumers[index].push_back(node.get());
     }
   }
 

@@ -20,8 +20,21 @@
 
 namespace distflow {
 
-// Tensors of at most this many bytes are packed.
-inline constexpr int64_t kMaxPackedTensorBytes = 64 * 1024;
+// Tensors of at most this many bytes are packed, into packs of at most
+// kMaxPackBytes (tensors that would overflow a pack start another one).
+//
+// A packed tensor costs its sender one more copy (the concatenation; the
+// receiver's slices are views), and saves a transfer of its own: a message,
+// its answer and the wake-ups of both tasks, which cost about as much CPU as
+// copying a few hundred KiB. Up to 1 MiB, packing saves more than it costs:
+// an MLP of 0.94 MB whose 784x256 weights (0.78 MiB) and their gradients
+// cross with the rest trained about 10% faster with two workers on two
+// cores than with only the tensors of up to 64 KiB packed
+// (docs/benchmarks.md, "Packing tensors of up to 1 MiB"). The pack's bound
+// keeps a large model's gradients in several transfers, the first of which
+// can leave before the last gradient is computed.
+inline constexpr int64_t kMaxPackedTensorBytes = 1 << 20;
+inline constexpr int64_t kMaxPackBytes = 4 << 20;
 
 // The tensors of one packed transfer: outputs of nodes on `src_task`, all of
 // `dtype` and of fully known shapes, consumed on `dst_task`.

@@ -132,6 +132,42 @@ TEST(PartitionTest, SmallTensorsToOneTaskCrossAsOnePackedTensor) {
   }
 }
 
+// Packs hold at most kMaxPackBytes: six tensors of 1 MiB cross as a pack of
+// four and a pack of two, and a tensor just over the per-tensor limit
+// crosses on its own.
+TEST(PartitionTest, PacksAreBoundedInBytes) {
+  Scope root = Scope::NewRootScope();
+  const Scope ps = root.WithDevice("/job:ps/task:0");
+  const int64_t per_member = kMaxPackedTensorBytes / 4;  // floats
+  ASSERT_EQ(kMaxPackBytes, 4 * kMaxPackedTensorBytes);
+  std::vector<Output> members;
+  for (int i = 0; i < 6; ++i) {
+    members.push_back(
+        ops::Fill(ps.WithOpName(absl::StrCat("m", i)),
+                  Tensor::Vector<int64_t>({per_member}), 1.0f));
+  }
+  auto over = ops::Fill(ps.WithOpName("over"),
+                        Tensor::Vector<int64_t>({per_member + 1}), 1.0f);
+  Output sum = members[0];
+  for (int i = 1; i < 6; ++i) sum = ops::Add(root, sum, members[i]);
+  ops::Identity(root.WithOpName("out"), sum);
+  ops::Identity(root.WithOpName("out_over"), over);
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto parts = PlaceAndPartition(root);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
+  const proto::GraphDef& worker = parts->at("/job:worker/replica:0/task:0");
+  EXPECT_EQ(CountOps(ps_part, "Concat"), 2);
+  EXPECT_EQ(CountOps(ps_part, "_Send"), 3);  // two packs and `over`
+  EXPECT_EQ(CountOps(worker, "Slice"), 6);
+  int64_t largest_pack = 0;
+  for (const auto& node : ps_part.node()) {
+    if (node.op() != "Concat") continue;
+    largest_pack = std::max<int64_t>(largest_pack, node.input_size() - 1);
+  }
+  EXPECT_EQ(largest_pack, 4);
+}
+
 // A packed transfer waits for all its tensors: two small tensors where the
 // second is computed from what the first one's consumer sends back would
 // deadlock if packed, so they cross separately.
