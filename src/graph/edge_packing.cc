@@ -80,9 +80,9 @@ EdgePackingPlan PlanEdgePacking(const Graph& graph) {
       const int64_t bytes = PackableBytes(*in.node, in.index);
       if (src_task == dst_task || bytes < 0) continue;
       const DataType dtype = in.node->output_type(in.index);
-      auto member = std::make_tuple(in.node->name(), in.index, dst_task);
-      auto found = member_index.find(member);
-      if (found == member_index.end()) {
+      auto [it, added] = member_index.try_emplace(
+          std::make_tuple(in.node->name(), in.index, dst_task));
+      if (added) {
         auto& [number, held] = filling[{src_task, dst_task, dtype}];
         if (held > 0 && held + bytes > kMaxPackBytes) {
           ++number;
@@ -96,15 +96,9 @@ EdgePackingPlan PlanEdgePacking(const Graph& graph) {
         group.pack.dtype = dtype;
         group.pack.members.push_back(in);
         group.consumers.emplace_back();
-        found =
-            member_index
-                .emplace(member,
-                         std::make_pair(
-                             key,
-                             static_cast<int>(group.pack.members.size()) - 1))
-                .first;
+        it->second = {key, static_cast<int>(group.pack.members.size()) - 1};
       }
-      const auto& [key, index] = found->second;
+      const auto& [key, index] = it->second;
       groups[key].consumers[index].push_back(node.get());
     }
   }
