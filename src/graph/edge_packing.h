@@ -21,21 +21,22 @@
 namespace distflow {
 
 // Tensors of at most this many bytes are packed, into packs of at most
-// kMaxPackBytes (tensors that would overflow a pack start another one).
+// kMaxPackBytes (a tensor that would overflow a pack starts another).
 //
 // A packed tensor costs its sender one more copy (the concatenation; the
 // receiver's slices are views), and saves a transfer of its own: a message,
-// its answer and the wake-ups of both tasks, which cost about as much CPU as
-// copying a few hundred KiB. Up to 1 MiB, packing saves more than it costs:
-// a 1 ps + 1 worker step of an MLP of 0.94 MB, whose 784x256 weights
-// (0.78 MiB) and their gradients now cross with the rest, took less CPU in 6
-// of 8 alternating runs (median 3.86 against 4.10 ms of both tasks' CPU) than
-// with only the tensors of up to 64 KiB packed (docs/benchmarks.md,
-// "Packing tensors of up to 1 MiB"). The pack's bound keeps a large model's
-// gradients in several transfers, some of which can leave before the last
-// gradient is computed.
+// its answer and the wake-ups of both tasks. For an MLP of 0.94 MB, whose
+// 784x256 weights (0.78 MiB) and their gradients now cross with the rest
+// (one transfer each way), a 1 ps + 1 worker step took less CPU in 6 of 8
+// alternating runs (median 3.86 against 4.10 ms of both tasks' CPU) than
+// with only the tensors of up to 64 KiB packed. Bulk data is another
+// matter: eight 1 MiB tensors each way in packs of 4 MiB made 88-119 steps/s
+// over TCP against 123-149 with a transfer each (those overlap). With packs
+// of at most 1 MiB, a 1 MiB tensor crosses alone and smaller ones in
+// transfers of about that size, which measured within the noise of unpacked
+// ones (docs/benchmarks.md, "Packing tensors of up to 1 MiB").
 inline constexpr int64_t kMaxPackedTensorBytes = 1 << 20;
-inline constexpr int64_t kMaxPackBytes = 4 << 20;
+inline constexpr int64_t kMaxPackBytes = 1 << 20;
 
 // The tensors of one packed transfer: outputs of nodes on `src_task`, all of
 // `dtype` and of fully known shapes, consumed on `dst_task`.

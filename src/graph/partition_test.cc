@@ -132,22 +132,22 @@ TEST(PartitionTest, SmallTensorsToOneTaskCrossAsOnePackedTensor) {
   }
 }
 
-// Packs hold at most kMaxPackBytes: six tensors of 1 MiB cross as a pack of
-// four and a pack of two, and a tensor just over the per-tensor limit
-// crosses on its own.
+// Packs hold at most kMaxPackBytes: six tensors of a quarter of that cross
+// as a pack of four and a pack of two, and a tensor just over the per-tensor
+// limit crosses on its own.
 TEST(PartitionTest, PacksAreBoundedInBytes) {
   Scope root = Scope::NewRootScope();
   const Scope ps = root.WithDevice("/job:ps/task:0");
-  const int64_t per_member = kMaxPackedTensorBytes / 4;  // floats
-  ASSERT_EQ(kMaxPackBytes, 4 * kMaxPackedTensorBytes);
+  const int64_t quarter_pack = kMaxPackBytes / 4 / sizeof(float);  // floats
   std::vector<Output> members;
   for (int i = 0; i < 6; ++i) {
     members.push_back(
         ops::Fill(ps.WithOpName(absl::StrCat("m", i)),
-                  Tensor::Vector<int64_t>({per_member}), 1.0f));
+                  Tensor::Vector<int64_t>({quarter_pack}), 1.0f));
   }
-  auto over = ops::Fill(ps.WithOpName("over"),
-                        Tensor::Vector<int64_t>({per_member + 1}), 1.0f);
+  auto over = ops::Fill(
+      ps.WithOpName("over"),
+      Tensor::Vector<int64_t>({kMaxPackedTensorBytes / 4 + 1}), 1.0f);
   Output sum = members[0];
   for (int i = 1; i < 6; ++i) sum = ops::Add(root, sum, members[i]);
   ops::Identity(root.WithOpName("out"), sum);
