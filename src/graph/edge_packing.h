@@ -54,13 +54,13 @@ struct EdgePackingPlan {
       member_of;
 };
 
-// Groups the packable cut edges of `graph` (whose nodes all have an
-// assigned device) by source task, destination task and dtype, in the
-// graph's order, starting a new group where the last would pass
-// kMaxPackBytes; keeps only groups of two or more. A packed transfer waits for all its tensors, so a group is
-// kept only if that wait cannot close a cycle: each kept group's "every
-// consumer waits for every member" dependencies, added to the graph's edges
-// and to the groups kept before it, must leave the graph acyclic, so no
+// Groups the packable cut edges of `graph` (whose nodes all have an assigned
+// device) by source task, destination task and dtype, in the graph's order,
+// starting a new group where the last would pass kMaxPackBytes; keeps only
+// groups of two or more. A packed transfer waits for all its tensors, so a
+// group is kept only if that wait cannot close a cycle: each kept group's
+// "every consumer waits for every member" dependencies, added to the graph's
+// edges and to the groups kept before it, must leave the graph acyclic, so no
 // step can deadlock on a packed transfer.
 EdgePackingPlan PlanEdgePacking(const Graph& graph);
 
