@@ -398,6 +398,9 @@ int main(int argc, char** argv) {
   app.add_option("--worker_threads", config.worker_threads)
       ->check(CLI::Range(1, 64));
   app.add_option("--ps_threads", config.ps_threads)->check(CLI::Range(1, 64));
+  app.add_option("--local_threads", config.local_threads,
+                 "threads of the single-process session (cost row)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--rows", config.rows,
                  "comparisons to run, of async,cost,sync (cost: 1 ps + 1 "
                  "worker against one process)");

@@ -3,17 +3,19 @@
 //  - pull/push: read a 4 MiB variable from the ps task, add 1 on the worker,
 //    write it back;
 //  - tiny: increment a scalar on the ps (one round trip).
-// Prints steps/s of each and the ratio distflow / PyTorch. distflow runs twice:
-// with the same-host path (tensors copied straight between the processes) and
-// with it turned off (over TCP, as between two hosts). Bare unary gRPC calls
-// are printed for comparison: WorkerService.GetStatus (which does no work)
-// from the worker's process to the ps's server, the same two processes with
-// the same servers and channel settings; and the same calls to a bare server
-// on gRPC's completion-queue API (one polling thread that answers each call
-// itself) from a process without a server. They were the tiny step's floor
-// until its RunGraph went on a stream that stays open between steps
-// (src/distributed/rpc/run_graph_stream.h), which skips a unary call's setup;
-// DISTFLOW_RUN_GRAPH_STREAM=0 measures the unary RunGraph instead.
+// Prints steps/s of each and the ratio distflow / PyTorch. Each runs twice:
+// with its same-host path (tensors copied straight between the processes:
+// distflow's, and TensorPipe's cross-memory attach) and held to TCP, as
+// between two hosts; each path is compared with the same path of the peer.
+// Bare unary gRPC calls are printed for comparison: WorkerService.GetStatus
+// (which does no work) from the worker's process to the ps's server, the same
+// two processes with the same servers and channel settings; and the same calls
+// to a bare server on gRPC's completion-queue API (one polling thread that
+// answers each call itself) from a process without a server. They were the
+// tiny step's floor until its RunGraph went on a stream that stays open
+// between steps (src/distributed/rpc/run_graph_stream.h), which skips a unary
+// call's setup; DISTFLOW_RUN_GRAPH_STREAM=0 measures the unary RunGraph
+// instead.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -212,11 +214,13 @@ int ServeCompletionQueueEcho(const std::string& address) {
   return 0;
 }
 
-absl::StatusOr<Rates> MeasureTorch() {
-  const std::string command =
-      absl::StrCat("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 ",
-                   DISTFLOW_BENCH_DIR, "/torch_rpc_peer.py ",
-                   bench::PickFreePort(), " ", kSteps, " 2>/dev/null");
+// PyTorch's RPC with its own choice of transport (on one host, tensors cross
+// by cross-memory attach), or held to TCP (`tcp_only`), as between hosts.
+absl::StatusOr<Rates> MeasureTorch(bool tcp_only) {
+  const std::string command = absl::StrCat(
+      "OPENBLAS_NUM_THREADS=1 /usr/bin/python3 ", DISTFLOW_BENCH_DIR,
+      "/torch_rpc_peer.py ", bench::PickFreePort(), " ", kSteps,
+      tcp_only ? " tcp" : "", " 2>/dev/null");
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return absl::UnavailableError("cannot start python3");
   std::string output;
@@ -285,10 +289,13 @@ int main(int argc, char** argv) {
     dist.bare_cq_rpc = (*bare)[0].per_second;
     dist.bare_cq_rpc_p50_us = (*bare)[0].p50_us;
   }
-  auto torch = MeasureTorch();
-  if (!torch.ok()) {
-    std::cerr << "error: " << torch.status() << "\n";
-    return 1;
+  auto torch = MeasureTorch(/*tcp_only=*/false);
+  auto torch_tcp = MeasureTorch(/*tcp_only=*/true);
+  for (const auto* measured : {&torch, &torch_tcp}) {
+    if (!measured->ok()) {
+      std::cerr << "error: " << measured->status() << "\n";
+      return 1;
+    }
   }
   std::printf("%-36s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
               "ratio");
@@ -296,7 +303,7 @@ int main(int argc, char** argv) {
     std::printf("%-36s %12.1f %12.1f %8.2f\n", name, mine, peer, mine / peer);
   };
   row("pull+push 4 MiB, same-host path", fast->pull_push, torch->pull_push);
-  row("pull+push 4 MiB, TCP path", slow->pull_push, torch->pull_push);
+  row("pull+push 4 MiB, TCP path", slow->pull_push, torch_tcp->pull_push);
   row("tiny (scalar += 1 on ps)", dist.tiny, torch->tiny);
   std::printf("%-36s %12.1f %12s %8.2f  (tiny step / bare call)\n",
               "bare unary gRPC call", dist.bare_rpc, "-",
