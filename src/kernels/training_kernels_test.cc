@@ -16,6 +16,7 @@
 #include "distflow/tensor.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
+#include "kernels/training_kernels.h"
 
 namespace distflow {
 namespace {
@@ -250,31 +251,58 @@ TEST(TrainingKernelsTest, Adagrad) {
       });
 }
 
+// Adam's hyperparameters in the tests, its dense op and its reference.
+constexpr double kAdamB1Power = 0.9 * 0.9, kAdamB2Power = 0.999 * 0.999,
+                 kAdamLr = 0.01, kAdamB1 = 0.9, kAdamB2 = 0.999,
+                 kAdamEps = 1e-7;
+
+Operation DenseAdam(const Scope& s, const std::vector<ops::Variable>& v,
+                    Output g, Output) {
+  return ops::ResourceApplyAdam(s, v[0].handle(), v[1].handle(), v[2].handle(),
+                                kAdamB1Power, kAdamB2Power, kAdamLr, kAdamB1,
+                                kAdamB2, kAdamEps, g);
+}
+
+void AdamReference(State* st, int64_t i, double g) {
+  double& m = (*st)[1][i];
+  double& v = (*st)[2][i];
+  m = kAdamB1 * m + (1 - kAdamB1) * g;
+  v = kAdamB2 * v + (1 - kAdamB2) * g * g;
+  const double step =
+      kAdamLr * std::sqrt(1 - kAdamB2Power) / (1 - kAdamB1Power);
+  (*st)[0][i] -= step * m / (std::sqrt(v) + kAdamEps);
+}
+
 TEST(TrainingKernelsTest, Adam) {
-  const double b1p = 0.9 * 0.9, b2p = 0.999 * 0.999, lr = 0.01, b1 = 0.9,
-               b2 = 0.999, eps = 1e-7;
   CheckUpdate(
-      2, 0.0,
-      [&](const Scope& s, const std::vector<ops::Variable>& v, Output g,
-          Output) {
-        return ops::ResourceApplyAdam(s, v[0].handle(), v[1].handle(),
-                                      v[2].handle(), b1p, b2p, lr, b1, b2, eps,
-                                      g);
-      },
+      2, 0.0, DenseAdam,
       [&](const Scope& s, const std::vector<ops::Variable>& v, Output g,
           Output i) {
-        return ops::ResourceSparseApplyAdam(s, v[0].handle(), v[1].handle(),
-                                            v[2].handle(), b1p, b2p, lr, b1, b2,
-                                            eps, g, i);
+        return ops::ResourceSparseApplyAdam(
+            s, v[0].handle(), v[1].handle(), v[2].handle(), kAdamB1Power,
+            kAdamB2Power, kAdamLr, kAdamB1, kAdamB2, kAdamEps, g, i);
       },
-      [&](State* st, int64_t i, double g) {
-        double& m = (*st)[1][i];
-        double& v = (*st)[2][i];
-        m = b1 * m + (1 - b1) * g;
-        v = b2 * v + (1 - b2) * g * g;
-        const double step = lr * std::sqrt(1 - b2p) / (1 - b1p);
-        (*st)[0][i] -= step * m / (std::sqrt(v) + eps);
-      });
+      AdamReference);
+}
+
+// A dense update runs over a large variable a cache block at a time: every
+// element is updated once, the last partial block included, on one thread.
+TEST(TrainingKernelsTest, LargeVariableUpdatedBlockByBlock) {
+  Problem p;
+  // Several blocks of float32 (and twice as many of float64), and a tail.
+  p.shape = TensorShape({3, kUpdateBlockBytes / 4 + 7});
+  const int64_t n = p.shape.num_elements();
+  p.initial = {RandomValues<double>(n, 6), RandomValues<double>(n, 7),
+               RandomValues<double>(n, 8)};
+  for (double& x : p.initial[2]) x = (x + 1) / 2;  // Adam's v is not negative
+  p.grads = {RandomValues<double>(n, 9), RandomValues<double>(n, 10)};
+  const State want = Reference(p, AdamReference, false);
+  auto got = RunUpdates<float>(p, DenseAdam, false, /*intra_op_threads=*/1);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectNear(*got, want, 1e-5);
+  auto got64 = RunUpdates<double>(p, DenseAdam, false, /*intra_op_threads=*/1);
+  ASSERT_TRUE(got64.ok()) << got64.status();
+  ExpectNear(*got64, want, 1e-12);
 }
 
 TEST(TrainingKernelsTest, RMSProp) {
