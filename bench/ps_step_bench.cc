@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -255,6 +256,18 @@ absl::StatusOr<Rates> MeasureDistflowTasks(bool same_host) {
   return MeasureDistflow((*worker)->target(), ps_address);
 }
 
+// Prints the error of the first measurement that failed; true if none did.
+template <typename T>
+bool AllOk(std::initializer_list<const absl::StatusOr<T>*> measured) {
+  for (const absl::StatusOr<T>* m : measured) {
+    if (!m->ok()) {
+      std::cerr << "error: " << m->status() << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,33 +283,20 @@ int main(int argc, char** argv) {
   }
   auto fast = MeasureDistflowTasks(/*same_host=*/true);
   auto slow = MeasureDistflowTasks(/*same_host=*/false);
-  for (const auto* measured : {&fast, &slow}) {
-    if (!measured->ok()) {
-      std::cerr << "error: " << measured->status() << "\n";
-      return 1;
-    }
-  }
+  if (!AllOk({&fast, &slow})) return 1;
   Rates& dist = *fast;
   {
     const std::string address =
         absl::StrCat("127.0.0.1:", bench::PickFreePort());
     bench::Child echo({"/proc/self/exe", "--cq-echo", address});
     auto bare = TimeInRounds(kSteps, {BareCall(address)});
-    if (!bare.ok()) {
-      std::cerr << "error: " << bare.status() << "\n";
-      return 1;
-    }
+    if (!AllOk({&bare})) return 1;
     dist.bare_cq_rpc = (*bare)[0].per_second;
     dist.bare_cq_rpc_p50_us = (*bare)[0].p50_us;
   }
   auto torch = MeasureTorch(/*tcp_only=*/false);
   auto torch_tcp = MeasureTorch(/*tcp_only=*/true);
-  for (const auto* measured : {&torch, &torch_tcp}) {
-    if (!measured->ok()) {
-      std::cerr << "error: " << measured->status() << "\n";
-      return 1;
-    }
-  }
+  if (!AllOk({&torch, &torch_tcp})) return 1;
   std::printf("%-36s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
               "ratio");
   auto row = [&](const char* name, double mine, double peer) {
