@@ -160,7 +160,11 @@ void Worker::RunGraphAsync(const proto::RunGraphRequest* request,
     }
     args.push_back(std::move(*value));
   }
-  RunGraphImpl(*request, std::move(args),
+  // A call that came over RPC: this is the task's RPC thread, which would
+  // only hand the step to the inter-op pool and go back to polling. Starting
+  // here saves the pool thread's wake-up before the partition's first reads
+  // and sends (docs/benchmarks.md, "Partitions started on the RPC thread").
+  RunGraphImpl(*request, std::move(args), /*start_on_caller=*/true,
                [response, done = std::move(done)](absl::Status s,
                                                   std::vector<Tensor> retvals) {
                  if (s.ok()) {
@@ -177,7 +181,10 @@ void Worker::RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
                                       std::vector<Tensor> feeds,
                                       std::vector<Tensor>* fetches,
                                       StatusCallback done) {
-  RunGraphImpl(*request, std::move(feeds),
+  // The master's own partition: its caller goes on to start or wait for the
+  // step's other partitions, so the step starts on the pool (starting it
+  // here measured no faster).
+  RunGraphImpl(*request, std::move(feeds), /*start_on_caller=*/false,
                [fetches, done = std::move(done)](absl::Status s,
                                                  std::vector<Tensor> retvals) {
                  if (s.ok()) *fetches = std::move(retvals);
@@ -187,6 +194,7 @@ void Worker::RunGraphWithTensorsAsync(const proto::RunGraphRequest* request,
 
 void Worker::RunGraphImpl(
     const proto::RunGraphRequest& request, std::vector<Tensor> args,
+    bool start_on_caller,
     std::function<void(absl::Status, std::vector<Tensor>)> done) {
   const int64_t step_id = request.step_id();
   if (request.incarnation() != 0 && request.incarnation() != incarnation_) {
@@ -227,6 +235,7 @@ void Worker::RunGraphImpl(
   run_args.cancellation = &step->cancellation;
   run_args.runner = env_.inter_op_pool;
   run_args.rendezvous = step->rendezvous.get();
+  run_args.start_on_caller = start_on_caller;
   executor->RunAsync(run_args, [this, step, executor, frame, step_id,
                                 done = std::move(done)](absl::Status s) {
     if (!s.ok()) step->rendezvous->StartAbort(s);

@@ -29,6 +29,9 @@ class SendOp : public AsyncOpKernel {
  public:
   explicit SendOp(OpKernelConstruction* ctx)
       : AsyncOpKernel(ctx), key_(KeyFromAttrs(ctx)) {}
+  // Hands the tensor to the rendezvous, whose transports send it on without
+  // waiting on this thread for the receiver.
+  bool IsExpensive() const override { return false; }
   void ComputeAsync(OpKernelContext* ctx, std::function<void()> done) override {
     if (ctx->rendezvous() == nullptr) {
       ctx->SetStatus(NoRendezvous("_Send", name()));
@@ -50,6 +53,8 @@ class RecvOp : public AsyncOpKernel {
  public:
   explicit RecvOp(OpKernelConstruction* ctx)
       : AsyncOpKernel(ctx), key_(KeyFromAttrs(ctx)) {}
+  // Registers a callback for the tensor.
+  bool IsExpensive() const override { return false; }
   void ComputeAsync(OpKernelContext* ctx, std::function<void()> done) override {
     if (ctx->rendezvous() == nullptr) {
       ctx->SetStatus(NoRendezvous("_Recv", name()));

@@ -88,6 +88,8 @@ namespace {
 class ReadVariableOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  // Takes a reference to the value under the variable's lock: no copy.
+  bool IsExpensive() const override { return false; }
   void Compute(OpKernelContext* ctx) override {
     auto var = GetVariable(ctx, ctx->input(0), /*create=*/false);
     DF_OP_REQUIRES_OK(ctx, var.status());

@@ -65,7 +65,10 @@ class Executor::StepState {
     }
   }
 
-  void Start() {
+  // Runs the step's first nodes on this thread: its cheap ones, and the
+  // first expensive one unless `cheap_only` (then every expensive node goes
+  // to the runner).
+  void Start(bool cheap_only) {
     if (cancelled_by_caller_) {
       Abort(absl::CancelledError("the step was cancelled before it started"));
     }
@@ -76,7 +79,9 @@ class Executor::StepState {
     }
     outstanding_.store(static_cast<int>(roots.size()));
     std::deque<int> queue;
-    int queued_expensive = 0;
+    // Counting one expensive node as queued here already sends the others
+    // to the runner (see Dispatch).
+    int queued_expensive = cheap_only ? 1 : 0;
     Dispatch(roots, &queue, &queued_expensive);
     RunQueue(&queue, queued_expensive);
   }
@@ -286,12 +291,15 @@ void Executor::RunAsync(const RunArgs& args,
                         std::function<void(absl::Status)> done) {
   // A small step starts here rather than on the runner: for a parameter
   // server's update of a scalar the hand-over to another thread cost more
-  // than the step itself. The state deletes itself when it finishes.
+  // than the step itself. A caller that asks runs the cheap start of a large
+  // step. The state deletes itself when it finishes.
   auto* state = new StepState(this, args, std::move(done));
   if (small_) {
-    state->Start();
+    state->Start(/*cheap_only=*/false);
+  } else if (args.start_on_caller) {
+    state->Start(/*cheap_only=*/true);
   } else {
-    args.runner->Schedule([state] { state->Start(); });
+    args.runner->Schedule([state] { state->Start(/*cheap_only=*/false); });
   }
 }
 
@@ -302,7 +310,7 @@ absl::Status Executor::Run(const RunArgs& args) {
   (new StepState(this, args, [&](absl::Status s) {
     result = std::move(s);
     finished.Notify();
-  }))->Start();
+  }))->Start(/*cheap_only=*/false);
   finished.WaitForNotification();
   return result;
 }

@@ -40,6 +40,13 @@ class Executor {
     ThreadPool* runner = nullptr;  // runs nodes; required
     // For _Send/_Recv nodes; not owned, outlives the step; may be null.
     Rendezvous* rendezvous = nullptr;
+    // RunAsync runs the cheap nodes that a graph which is not small starts
+    // with on the calling thread, and only its expensive nodes on the runner:
+    // for a caller that would otherwise only hand the step over and go back
+    // to waiting (a task's RPC thread), so that a step of reads and sends
+    // does not wait for a pool thread to wake, while long kernels stay off
+    // the caller's thread.
+    bool start_on_caller = false;
   };
 
   // Creates a kernel for every node. Errors name the node (no kernel, bad
@@ -59,9 +66,10 @@ class Executor {
   // in Run: its cheap ready nodes and the first expensive one run here before
   // RunAsync returns, so a step without receives finishes, and calls `done`,
   // before it returns. Other graphs start on `args.runner`, so that long
-  // kernels stay off the caller's thread (a gRPC thread, say). Further ready
-  // expensive nodes go to `args.runner`; nodes after a receive continue on the
-  // thread that delivers the tensor.
+  // kernels stay off the caller's thread, or, with `args.start_on_caller`,
+  // run their cheap nodes here and send the expensive ones to the runner.
+  // Further ready expensive nodes go to `args.runner`; nodes after a receive
+  // continue on the thread that delivers the tensor.
   void RunAsync(const RunArgs& args, std::function<void(absl::Status)> done);
 
   const Graph& graph() const { return *graph_; }

@@ -345,6 +345,43 @@ TEST_F(DirectExecutorTest, RunAsyncRunsALargeStepOnThePool) {
   EXPECT_EQ(frame.TakeRetvals()[0].flat<float>()[(1 << 16) - 1], 3.0f);
 }
 
+// Asked to (a task's RPC thread, which would only hand the step over), a
+// large step runs its cheap nodes on the calling thread, and its expensive
+// ones on the pool.
+TEST_F(DirectExecutorTest, RunAsyncStartsALargeStepOnTheCallerWhenAsked) {
+  std::vector<float> values(1 << 16, 1.0f);
+  auto c = ops::Const(root_.WithOpName("c"), Tensor::Vector<float>(values));
+  auto cheap = ops::Identity(root_.WithOpName("cheap"), c);
+  auto expensive = ops::Mul(root_.WithOpName("expensive"), c, 3.0f);
+  for (const Output& fetch : {cheap, expensive}) {
+    SCOPED_TRACE(fetch.name());
+    auto executor = Make({{}, {fetch.name()}, {}});
+    ASSERT_TRUE(executor);
+    RunCallFrame frame({}, 1);
+    absl::Notification done;
+    absl::Status status = absl::UnknownError("done not called");
+    std::thread::id done_thread;
+    Executor::RunArgs args = Args(&frame);
+    args.start_on_caller = true;
+    executor->RunAsync(args, [&](absl::Status s) {
+      status = std::move(s);
+      done_thread = std::this_thread::get_id();
+      done.Notify();
+    });
+    done.WaitForNotification();
+    if (fetch.name() == cheap.name()) {
+      EXPECT_EQ(done_thread, std::this_thread::get_id())
+          << "the cheap step went to another thread";
+    } else {
+      EXPECT_NE(done_thread, std::this_thread::get_id())
+          << "the expensive node ran on the caller's thread";
+    }
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(frame.TakeRetvals()[0].flat<float>()[(1 << 16) - 1],
+              fetch.name() == cheap.name() ? 1.0f : 3.0f);
+  }
+}
+
 TEST_F(DirectExecutorTest, BarrierOpsRunInParallelOnThePool) {
   TestOp(root_, kBarrierOp, "barrier_a");
   TestOp(root_, kBarrierOp, "barrier_b");
