@@ -280,6 +280,28 @@ class DirectExecutorTest : public ExecutorTest {
     return Executor::RunArgs{frame, ++step_, cm, &pool_};
   }
 
+  // What RunAsync reported: the step's status, the thread that called
+  // `done`, and whether it had called it before RunAsync returned.
+  struct AsyncRun {
+    absl::Status status = absl::UnknownError("done not called");
+    std::thread::id done_thread;
+    bool finished_before_return = false;
+  };
+  static AsyncRun RunAsyncAndWait(Executor* executor,
+                                  const Executor::RunArgs& args) {
+    AsyncRun run;
+    absl::Notification done;
+    executor->RunAsync(args, [&](absl::Status s) {
+      run.status = std::move(s);
+      run.done_thread = std::this_thread::get_id();
+      done.Notify();
+    });
+    const bool finished = done.HasBeenNotified();
+    done.WaitForNotification();  // the frame must outlive a step on the pool
+    run.finished_before_return = finished;
+    return run;
+  }
+
   ThreadPool pool_{"test_inter_op", 2};
   ThreadPool intra_pool_{"test_intra_op", 1};
   CpuDevice device_{"/job:localhost/replica:0/task:0/device:CPU:0",
@@ -307,19 +329,10 @@ TEST_F(DirectExecutorTest, RunAsyncRunsASmallStepOnTheCallingThread) {
   auto executor = Make({{x.name()}, {y.name()}, {}});
   ASSERT_TRUE(executor);
   RunCallFrame frame({Tensor::Vector<int32_t>({1, 2})}, 1);
-  absl::Notification done;
-  absl::Status status = absl::UnknownError("done not called");
-  std::thread::id done_thread;
-  executor->RunAsync(Args(&frame), [&](absl::Status s) {
-    status = std::move(s);
-    done_thread = std::this_thread::get_id();
-    done.Notify();
-  });
-  const bool finished_before_return = done.HasBeenNotified();
-  done.WaitForNotification();  // the frame must outlive a step on the pool
-  EXPECT_TRUE(finished_before_return) << "the step went to another thread";
-  EXPECT_EQ(done_thread, std::this_thread::get_id());
-  ASSERT_TRUE(status.ok()) << status;
+  AsyncRun run = RunAsyncAndWait(executor.get(), Args(&frame));
+  EXPECT_TRUE(run.finished_before_return) << "the step went to another thread";
+  EXPECT_EQ(run.done_thread, std::this_thread::get_id());
+  ASSERT_TRUE(run.status.ok()) << run.status;
   EXPECT_TRUE(frame.TakeRetvals()[0].Equals(Tensor::Vector<int32_t>({3, 6})));
 }
 
@@ -331,17 +344,9 @@ TEST_F(DirectExecutorTest, RunAsyncRunsALargeStepOnThePool) {
   auto executor = Make({{}, {y.name()}, {}});
   ASSERT_TRUE(executor);
   RunCallFrame frame({}, 1);
-  absl::Notification done;
-  absl::Status status = absl::UnknownError("done not called");
-  std::thread::id done_thread;
-  executor->RunAsync(Args(&frame), [&](absl::Status s) {
-    status = std::move(s);
-    done_thread = std::this_thread::get_id();
-    done.Notify();
-  });
-  done.WaitForNotification();
-  EXPECT_NE(done_thread, std::this_thread::get_id());
-  ASSERT_TRUE(status.ok()) << status;
+  AsyncRun run = RunAsyncAndWait(executor.get(), Args(&frame));
+  EXPECT_NE(run.done_thread, std::this_thread::get_id());
+  ASSERT_TRUE(run.status.ok()) << run.status;
   EXPECT_EQ(frame.TakeRetvals()[0].flat<float>()[(1 << 16) - 1], 3.0f);
 }
 
@@ -358,25 +363,18 @@ TEST_F(DirectExecutorTest, RunAsyncStartsALargeStepOnTheCallerWhenAsked) {
     auto executor = Make({{}, {fetch.name()}, {}});
     ASSERT_TRUE(executor);
     RunCallFrame frame({}, 1);
-    absl::Notification done;
-    absl::Status status = absl::UnknownError("done not called");
-    std::thread::id done_thread;
     Executor::RunArgs args = Args(&frame);
     args.start_on_caller = true;
-    executor->RunAsync(args, [&](absl::Status s) {
-      status = std::move(s);
-      done_thread = std::this_thread::get_id();
-      done.Notify();
-    });
-    done.WaitForNotification();
+    AsyncRun run = RunAsyncAndWait(executor.get(), args);
     if (fetch.name() == cheap.name()) {
-      EXPECT_EQ(done_thread, std::this_thread::get_id())
+      EXPECT_TRUE(run.finished_before_return)
           << "the cheap step went to another thread";
+      EXPECT_EQ(run.done_thread, std::this_thread::get_id());
     } else {
-      EXPECT_NE(done_thread, std::this_thread::get_id())
+      EXPECT_NE(run.done_thread, std::this_thread::get_id())
           << "the expensive node ran on the caller's thread";
     }
-    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_TRUE(run.status.ok()) << run.status;
     EXPECT_EQ(frame.TakeRetvals()[0].flat<float>()[(1 << 16) - 1],
               fetch.name() == cheap.name() ? 1.0f : 3.0f);
   }
