@@ -114,9 +114,9 @@ class Worker : public WorkerInterface {
   };
 
   // Runs a registered graph for a step; `done` gets the status and the
-  // values of the _Retvals by index. With `start_on_caller` the step starts
-  // on this thread (Executor::RunArgs::start_on_caller), else on the
-  // inter-op pool unless the graph is small.
+  // values of the _Retvals by index. With `start_on_caller` the step's cheap
+  // first nodes run on this thread (Executor::RunArgs::start_on_caller);
+  // otherwise it starts on the inter-op pool unless the graph is small.
   void RunGraphImpl(
       const proto::RunGraphRequest& request, std::vector<Tensor> args,
       bool start_on_caller,
