@@ -13,6 +13,10 @@
 namespace distflow {
 namespace {
 
+// The tasks of the two-task clusters below.
+constexpr char kPsTask[] = "/job:ps/replica:0/task:0";
+constexpr char kWorkerTask[] = "/job:worker/replica:0/task:0";
+
 int CountOps(const proto::GraphDef& g, const std::string& op) {
   int n = 0;
   for (const auto& node : g.node()) n += node.op() == op;
@@ -37,8 +41,8 @@ TEST(PartitionTest, CutEdgesBecomeOneSendRecvPairPerOutputAndTask) {
   auto parts = PartitionGraph(*root.graph());
   ASSERT_TRUE(parts.ok()) << parts.status();
   ASSERT_EQ(parts->size(), 2u);
-  const proto::GraphDef& ps = parts->at("/job:ps/replica:0/task:0");
-  const proto::GraphDef& worker = parts->at("/job:worker/replica:0/task:0");
+  const proto::GraphDef& ps = parts->at(kPsTask);
+  const proto::GraphDef& worker = parts->at(kWorkerTask);
   EXPECT_EQ(CountOps(ps, "_Send"), 1);
   EXPECT_EQ(CountOps(worker, "_Recv"), 1);
   // The control edge: a dummy constant sent from the worker.
@@ -73,8 +77,8 @@ TEST(PartitionTest, ControlEdgesFromOneTaskToOneNodeCrossOnce) {
   ASSERT_TRUE(PlaceGraph(placement, root.graph()).ok());
   auto parts = PartitionGraph(*root.graph());
   ASSERT_TRUE(parts.ok()) << parts.status();
-  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
-  const proto::GraphDef& worker = parts->at("/job:worker/replica:0/task:0");
+  const proto::GraphDef& ps_part = parts->at(kPsTask);
+  const proto::GraphDef& worker = parts->at(kWorkerTask);
   EXPECT_EQ(CountOps(ps_part, "_Send"), 1);
   EXPECT_EQ(CountOps(worker, "_Recv"), 1);
   EXPECT_EQ(CountOps(worker, "_Send"), 1);
@@ -120,8 +124,8 @@ TEST(PartitionTest, SmallTensorsToOneTaskCrossAsOnePackedTensor) {
   ASSERT_TRUE(root.ok()) << root.status();
   auto parts = PlaceAndPartition(root);
   ASSERT_TRUE(parts.ok()) << parts.status();
-  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
-  const proto::GraphDef& worker = parts->at("/job:worker/replica:0/task:0");
+  const proto::GraphDef& ps_part = parts->at(kPsTask);
+  const proto::GraphDef& worker = parts->at(kWorkerTask);
   EXPECT_EQ(CountOps(ps_part, "_Send"), 2);  // a, b and c packed; big
   EXPECT_EQ(CountOps(ps_part, "Concat"), 1);
   EXPECT_EQ(CountOps(worker, "_Recv"), 2);
@@ -155,8 +159,8 @@ TEST(PartitionTest, PacksAreBoundedInBytes) {
   ASSERT_TRUE(root.ok()) << root.status();
   auto parts = PlaceAndPartition(root);
   ASSERT_TRUE(parts.ok()) << parts.status();
-  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
-  const proto::GraphDef& worker = parts->at("/job:worker/replica:0/task:0");
+  const proto::GraphDef& ps_part = parts->at(kPsTask);
+  const proto::GraphDef& worker = parts->at(kWorkerTask);
   EXPECT_EQ(CountOps(ps_part, "Concat"), 2);
   EXPECT_EQ(CountOps(ps_part, "_Send"), 3);  // two packs and `over`
   EXPECT_EQ(CountOps(worker, "Slice"), 6);
@@ -181,7 +185,7 @@ TEST(PartitionTest, TensorsThatDependOnEachOthersConsumersAreNotPacked) {
   ASSERT_TRUE(root.ok()) << root.status();
   auto parts = PlaceAndPartition(root);
   ASSERT_TRUE(parts.ok()) << parts.status();
-  const proto::GraphDef& ps_part = parts->at("/job:ps/replica:0/task:0");
+  const proto::GraphDef& ps_part = parts->at(kPsTask);
   EXPECT_EQ(CountOps(ps_part, "_Send"), 2);
   EXPECT_EQ(CountOps(ps_part, "Concat"), 0);
 }
