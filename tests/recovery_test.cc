@@ -189,6 +189,17 @@ TEST(RecoveryTest, PsRestartResumesFromTheLastCheckpoint) {
     const std::string out = job.worker(i).Output();
     const size_t at = out.find(kRecovering);
     ASSERT_NE(at, std::string::npos) << "worker " << i << ":\n" << out;
+    // What the worker saw: the ps unreachable (UNAVAILABLE, naming its
+    // address) or, had it come back before the worker's next call,
+    // restarted (ABORTED, naming the task).
+    const std::string seen = out.substr(at, out.find('\n', at) - at);
+    const std::string ps_address =
+        job.ps_hosts().substr(0, job.ps_hosts().find(','));
+    EXPECT_TRUE((seen.find("UNAVAILABLE") != std::string::npos &&
+                 seen.find(ps_address) != std::string::npos) ||
+                (seen.find("ABORTED") != std::string::npos &&
+                 seen.find("/job:ps/replica:0/task:0") != std::string::npos))
+        << "worker " << i << ": " << seen;
     for (int64_t step : GlobalSteps(out.substr(0, at))) {
       before = std::max(before, step);
     }

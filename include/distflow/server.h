@@ -40,6 +40,15 @@ struct ServerOptions {
   // with this off) is reached over TCP. The environment variable
   // DISTFLOW_LOCAL_SOCKET=0 also turns it off.
   bool local_socket = true;
+  // A "grpc://" session whose master is in another process tells that
+  // master every third of this that its client is alive (a small call, made
+  // whether or not a step runs). The master closes a session whose client
+  // has been silent this long with none of its steps running (the client's
+  // process died, was stopped, or lost the network), and with it the graphs
+  // the session registered on every task; the client's next call is ABORTED,
+  // saying so. 0 keeps every session until its client closes it. Sessions
+  // that call the master in its own process never expire.
+  int64_t remote_session_timeout_ms = 60'000;
   // Tensors of 256 KiB or more that cross TCP (between hosts, or with the
   // same-host path off) go on a plain TCP connection per pair of tasks,
   // beside gRPC, written from and read into the tensors' own buffers: gRPC

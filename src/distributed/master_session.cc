@@ -16,23 +16,6 @@
 namespace distflow {
 namespace {
 
-// Runs an asynchronous call and waits for it. Every remote call has its own
-// deadline, so this wait is bounded.
-absl::Status Wait(const std::function<void(StatusCallback)>& call) {
-  // Shared with the callback, which may still be returning when we wake.
-  struct State {
-    absl::Notification done;
-    absl::Status status;
-  };
-  auto state = std::make_shared<State>();
-  call([state](const absl::Status& s) {
-    state->status = s;
-    state->done.Notify();
-  });
-  state->done.WaitForNotification();
-  return state->status;
-}
-
 // Errors that mean "this registration is stale": the task restarted or
 // forgot the graph.
 bool NeedsReregistration(const absl::Status& s) {
@@ -43,8 +26,11 @@ bool NeedsReregistration(const absl::Status& s) {
 
 }  // namespace
 
-MasterSession::MasterSession(const MasterEnv* env, std::string handle)
-    : env_(env), handle_(std::move(handle)) {
+MasterSession::MasterSession(const MasterEnv* env, std::string handle,
+                             std::string master_incarnation)
+    : env_(env),
+      handle_(std::move(handle)),
+      master_incarnation_(std::move(master_incarnation)) {
   std::random_device rd;
   step_ids_.seed((uint64_t{rd()} << 32) ^ rd());
 }
@@ -86,9 +72,11 @@ MasterSession::Register(std::unique_ptr<Graph> call_graph) {
                         env_->worker_cache->GetWorker(task));
     proto::RegisterGraphRequest request;
     request.set_session_handle(handle_);
+    request.set_master_task(env_->task_name);
+    request.set_master_incarnation(master_incarnation_);
     *request.mutable_graph() = std::move(graph_def);
     proto::RegisterGraphResponse response;
-    absl::Status s = Wait([&](StatusCallback done) {
+    absl::Status s = CallAndWait([&](StatusCallback done) {
       worker->RegisterGraphAsync(&request, &response, std::move(done));
     });
     if (!s.ok()) {
@@ -391,7 +379,7 @@ void MasterSession::Deregister(const Registration& registration) {
     request.set_graph_handle(p.graph_handle);
     proto::DeregisterGraphResponse response;
     // Best effort: a dead task has forgotten the graph anyway.
-    (void)Wait([&](StatusCallback done) {
+    (void)CallAndWait([&](StatusCallback done) {
       p.worker->DeregisterGraphAsync(&request, &response, std::move(done));
     });
   }

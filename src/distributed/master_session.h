@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/synchronization/mutex.h"
 #include "distflow/tensor.h"
 #include "distributed/worker_interface.h"
@@ -32,13 +33,19 @@ struct MasterEnv {
   std::map<std::string, int> jobs;
   // Not owned; outlives the master.
   WorkerCacheInterface* worker_cache = nullptr;
+  // How long a session of a client in another process may go without a
+  // word from it before the master closes it (Master::KeepSession); zero:
+  // never.
+  absl::Duration remote_session_timeout = absl::ZeroDuration();
 };
 
 // Thread-safe: Run may be called from several threads at once.
 class MasterSession {
  public:
-  // `env` is not owned and outlives the session.
-  MasterSession(const MasterEnv* env, std::string handle);
+  // `env` is not owned and outlives the session. `master_incarnation` is
+  // that of the Master that makes the session (sent with each registration).
+  MasterSession(const MasterEnv* env, std::string handle,
+                std::string master_incarnation);
   ~MasterSession();
 
   const std::string& handle() const { return handle_; }
@@ -84,6 +91,7 @@ class MasterSession {
 
   const MasterEnv* const env_;
   const std::string handle_;
+  const std::string master_incarnation_;
 
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

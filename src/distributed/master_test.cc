@@ -3,6 +3,8 @@
 // task has).
 #include "distributed/master.h"
 
+#include "absl/time/clock.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -59,6 +61,65 @@ TEST(MasterTest, SessionOfAnEarlierProcessIsLostAndAborted) {
 TEST(MasterTest, OnlyAbortedWithTheMessageIsALostSession) {
   EXPECT_FALSE(IsSessionLost(absl::AbortedError("a ps task restarted")));
   EXPECT_FALSE(IsSessionLost(absl::OkStatus()));
+}
+
+// A master whose kept-alive sessions expire after 1 s of silence.
+MasterEnv ExpiringEnv() {
+  MasterEnv env = Env();
+  env.remote_session_timeout = absl::Seconds(1);
+  return env;
+}
+
+// Waits up to 10 s (a loaded machine) for `master` to hold `n` sessions.
+bool AwaitSessions(Master* master, int n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (master->NumSessions() != n) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return true;
+}
+
+TEST(MasterTest, SilentKeptAliveSessionIsClosedAndItsClientToldWhy) {
+  Master master(ExpiringEnv());
+  auto handle = master.CreateSession(proto::GraphDef(), /*kept_alive=*/true);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  EXPECT_EQ(master.NumSessions(), 1);
+  ASSERT_TRUE(AwaitSessions(&master, 0));
+  auto out = master.RunStep(*handle, {}, {}, {});
+  ASSERT_FALSE(out.ok());
+  // ABORTED: a client that was only paused creates a new session, as a
+  // monitored session does by itself.
+  EXPECT_TRUE(absl::IsAborted(out.status())) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr(*handle));
+  EXPECT_THAT(out.status().message(), HasSubstr("said nothing for 1s"));
+  EXPECT_THAT(out.status().message(), HasSubstr("create a new session"));
+  EXPECT_FALSE(IsSessionLost(out.status()));
+  EXPECT_TRUE(absl::IsAborted(master.KeepSession(*handle)));
+}
+
+TEST(MasterTest, KeptAliveSessionStaysWhileItsClientSpeaks) {
+  Master master(ExpiringEnv());
+  auto kept = master.CreateSession(proto::GraphDef(), /*kept_alive=*/true);
+  // Sessions of this process, and of clients that do not keep them alive,
+  // stay until closed.
+  auto local = master.CreateSession(proto::GraphDef());
+  ASSERT_TRUE(kept.ok() && local.ok());
+  // Well past the timeout, by keep-alives and then by steps.
+  for (int i = 0; i < 25; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    ASSERT_EQ(master.KeepSession(*kept), absl::OkStatus()) << i;
+  }
+  for (int i = 0; i < 15; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    ASSERT_TRUE(master.RunStep(*kept, {}, {}, {}).ok()) << i;
+  }
+  EXPECT_EQ(master.NumSessions(), 2);
+  ASSERT_TRUE(AwaitSessions(&master, 1));  // the client fell silent
+  EXPECT_TRUE(master.RunStep(*local, {}, {}, {}).ok());
+  // A closed session is NOT_FOUND as before, not told it went silent.
+  ASSERT_TRUE(master.CloseSession(*local).ok());
+  EXPECT_TRUE(absl::IsNotFound(master.KeepSession(*local)));
 }
 
 }  // namespace

@@ -129,9 +129,20 @@ void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
   }
   {
     absl::MutexLock lock(&mu_);
-    const std::string handle = absl::StrCat("graph_", next_graph_id_++);
-    graphs_.emplace(handle, std::move(executor));
-    response->set_graph_handle(handle);
+    if (!request->master_task().empty()) {
+      s = AdmitMaster(request->master_task(), request->master_incarnation());
+    }
+    if (s.ok()) {
+      const std::string handle = absl::StrCat("graph_", next_graph_id_++);
+      graphs_.emplace(handle, RegisteredGraph{std::move(executor),
+                                              request->master_task(),
+                                              request->master_incarnation()});
+      response->set_graph_handle(handle);
+    }
+  }
+  if (!s.ok()) {
+    done(s);
+    return;
   }
   response->set_incarnation(incarnation_);
   done(absl::OkStatus());
@@ -210,7 +221,7 @@ void Worker::RunGraphImpl(
   {
     absl::MutexLock lock(&mu_);
     auto it = graphs_.find(request.graph_handle());
-    if (it != graphs_.end()) executor = it->second;
+    if (it != graphs_.end()) executor = it->second.executor;
   }
   if (executor == nullptr) {
     done(absl::AbortedError(absl::StrCat(
@@ -309,6 +320,44 @@ void Worker::AbortAllSteps(const absl::Status& status) {
     step->rendezvous->StartAbort(status);
     step->cancellation.StartCancel();
   }
+}
+
+absl::Status Worker::AdmitMaster(const std::string& master_task,
+                                 const std::string& incarnation) {
+  auto [latest, first] = master_processes_.try_emplace(master_task, incarnation);
+  if (first || latest->second == incarnation) return absl::OkStatus();
+  if (incarnation < latest->second) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", env_.task_name, " refuses graphs from the process of task ",
+        master_task, " with master incarnation ", incarnation,
+        ": a process of that task started later (incarnation ",
+        latest->second, ") registers graphs here, so this one is stale; "
+        "stop it"));
+  }
+  latest->second = incarnation;
+  int dropped = 0;
+  for (auto it = graphs_.begin(); it != graphs_.end();) {
+    if (it->second.master_task == master_task &&
+        it->second.master_incarnation != incarnation) {
+      // Steps still running hold their own reference to the executor.
+      graphs_.erase(it++);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  if (dropped > 0) {
+    DF_LOG(Warning) << "Task " << env_.task_name << " dropped " << dropped
+                    << " graph(s) registered by an earlier process of task "
+                    << master_task
+                    << ": a new process of that task registers its own.";
+  }
+  return absl::OkStatus();
+}
+
+int Worker::NumGraphs() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(graphs_.size());
 }
 
 int Worker::NumUnclaimedSteps() {

@@ -97,6 +97,8 @@ class Worker : public WorkerInterface {
   // Steps that hold tensors pushed here but have had no RunGraph here yet,
   // and the bytes of those tensors (for tests and monitoring).
   int NumUnclaimedSteps();
+  // Graphs registered here and not yet deregistered or dropped.
+  int NumGraphs();
   int64_t UnclaimedPushedBytes();
 
  private:
@@ -143,6 +145,15 @@ class Worker : public WorkerInterface {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Push(int64_t step_id, const std::string& key, const Tensor& value,
             StatusCallback done);
+  // Admits a registration from process `incarnation` of master task
+  // `master_task`. Incarnations begin with the process's start time, so
+  // later processes compare greater: a later process of the task replaces
+  // the one before, whose graphs are dropped; an earlier one is refused
+  // (FAILED_PRECONDITION): it is a stale process, still alive beside its
+  // replacement, and would otherwise drop the new one's graphs in turn.
+  absl::Status AdmitMaster(const std::string& master_task,
+                           const std::string& incarnation)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerEnv env_;
   const uint64_t incarnation_;
@@ -150,7 +161,17 @@ class Worker : public WorkerInterface {
 
   absl::Mutex mu_;
   int64_t next_graph_id_ ABSL_GUARDED_BY(mu_) = 1;
-  absl::flat_hash_map<std::string, std::shared_ptr<Executor>> graphs_
+  struct RegisteredGraph {
+    std::shared_ptr<Executor> executor;
+    // The master that registered it (empty when the request did not say).
+    std::string master_task;
+    std::string master_incarnation;
+  };
+  absl::flat_hash_map<std::string, RegisteredGraph> graphs_
+      ABSL_GUARDED_BY(mu_);
+  // The latest process (master incarnation) of each master task that
+  // registered graphs here.
+  absl::flat_hash_map<std::string, std::string> master_processes_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, std::shared_ptr<Step>> steps_
       ABSL_GUARDED_BY(mu_);

@@ -13,6 +13,21 @@ void AddRunGraphFeeds(const std::vector<Tensor>& feeds,
   for (const Tensor& feed : feeds) TensorToProto(feed, request->add_feed());
 }
 
+absl::Status CallAndWait(const std::function<void(StatusCallback)>& call) {
+  // Shared with the callback, which may still be returning when we wake.
+  struct State {
+    absl::Notification done;
+    absl::Status status;
+  };
+  auto state = std::make_shared<State>();
+  call([state](const absl::Status& s) {
+    state->status = s;
+    state->done.Notify();
+  });
+  state->done.WaitForNotification();
+  return state->status;
+}
+
 absl::Status DecodeRunGraphFetches(const proto::RunGraphResponse& response,
                                    int num_fetches,
                                    std::vector<Tensor>* fetches) {

@@ -73,6 +73,10 @@ class WorkerInterface {
 // fetch).
 void AddRunGraphFeeds(const std::vector<Tensor>& feeds,
                       proto::RunGraphRequest* request);
+// Starts an asynchronous call (`call` passes its callback on) and blocks
+// until the callback runs; its status. The wait is as bounded as the call:
+// every remote call has a deadline of its own.
+absl::Status CallAndWait(const std::function<void(StatusCallback)>& call);
 absl::Status DecodeRunGraphFetches(const proto::RunGraphResponse& response,
                                    int num_fetches,
                                    std::vector<Tensor>* fetches);

@@ -3,12 +3,14 @@
 
 #include <stdlib.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distflow/ops.h"
@@ -357,6 +359,38 @@ TEST(CheckpointSaverHookTest, SavesEveryNStepsAndAtTheEnd) {
   auto latest = LatestCheckpoint(dir);
   ASSERT_TRUE(latest.ok()) << latest.status();
   EXPECT_EQ(*latest, dir + "/model.ckpt-5");
+}
+
+// The chief's checkpoints and summaries by time, as the options set them.
+TEST(CheckpointSaverHookTest, SavesEveryNSecondsFromTheOptions) {
+  Scope root = Scope::NewRootScope();
+  Diverging model(root);
+  ops::ScalarSummary(root, "loss", model.loss);
+  const std::string dir = NewTempDir();
+  MonitoredTrainingSession::Options options;
+  options.checkpoint_dir = dir;
+  options.save_checkpoint_secs = 2;
+  options.save_checkpoint_steps = 0;
+  options.save_summaries_secs = 2;
+  options.save_summaries_steps = 0;
+  options.log_step_count_steps = 0;
+  auto session = Open(root, options);
+  ASSERT_NE(session, nullptr);
+  auto tick = [&] { ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok()); };
+  tick();  // global step 1: the first summary; no checkpoint yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  tick();  // 2: two seconds have passed, so both
+  tick();  // 3: too soon for either
+  auto exists = [&](int step) {
+    return std::filesystem::exists(dir + "/model.ckpt-" + std::to_string(step) +
+                                   ".index.json");
+  };
+  EXPECT_FALSE(exists(1));
+  EXPECT_TRUE(exists(2));
+  EXPECT_FALSE(exists(3));
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_TRUE(exists(3));  // the save at the end
+  EXPECT_EQ(ReadScalars(dir)["loss"].size(), 2u);
 }
 
 TEST(CheckpointSaverHookTest, TheNextChiefRestoresTheLatestCheckpoint) {

@@ -228,6 +228,12 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--intra_op_threads", flags->options.intra_op_threads,
                   "Threads one op may use (0: one per core)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--remote_session_timeout_ms",
+                  flags->options.remote_session_timeout_ms,
+                  "Close the session of a client in another process once it "
+                  "has been silent this long (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->callback([flags] { ExitWith(RunServer(*flags)); });
 }
 

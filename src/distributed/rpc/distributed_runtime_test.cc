@@ -174,13 +174,7 @@ TEST(DistributedRuntimeTest, RestartedPsIsToldApartAndReregistered) {
   if (!first.ok()) {
     EXPECT_TRUE(absl::IsAborted(first) || absl::IsUnavailable(first)) << first;
   }
-  absl::StatusOr<std::vector<Tensor>> out;
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    ASSERT_TRUE(session->RunTargets({model.init}).ok() || attempt < 19);
-    out = session->Run({model.doubled});
-    if (out.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  auto out = model.RunOnceRecovered();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<float>(), 6.0f);
 }
@@ -204,6 +198,49 @@ TEST(DistributedRuntimeTest, ShutdownTaskEndsJoin) {
   ASSERT_EQ(ShutdownTask((*cluster)->address("ps", 0)), absl::OkStatus());
   joiner.join();
   EXPECT_TRUE(joined.ok()) << joined;
+}
+
+// The public Server: a port of 0 is bound to a free one that target() names,
+// a session on that target runs, and Stop() from this process ends Join();
+// the stopped task then refuses sessions, naming its address.
+TEST(DistributedRuntimeTest, ServerOnPortZeroNamesItsPortAndStopEndsJoin) {
+  auto cluster = ClusterSpec::Create({{"worker", {"127.0.0.1:0"}}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto server = Server::Create(*cluster, "worker", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  ASSERT_GT(port, 0);
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  EXPECT_EQ((*server)->target(), "grpc://" + address);
+
+  Scope root = Scope::NewRootScope();
+  Output sum = ops::Add(root, ops::Const(root, 1.0f), ops::Const(root, 2.0f));
+  SessionOptions options;
+  options.target = (*server)->target();
+  auto session = ClientSession::Create(root, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({sum});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 3.0f);
+
+  absl::Notification joined;
+  absl::Status join_status = absl::UnknownError("not joined");
+  std::thread joiner([&] {
+    join_status = (*server)->Join();
+    joined.Notify();
+  });
+  EXPECT_FALSE(joined.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
+  EXPECT_EQ((*server)->Stop(), absl::OkStatus());
+  EXPECT_TRUE(joined.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  joiner.join();
+  EXPECT_EQ(join_status, absl::OkStatus());
+  EXPECT_EQ((*server)->Stop(), absl::OkStatus());  // idempotent
+
+  auto after = ClientSession::Create(root, options);
+  absl::Status refused =
+      after.ok() ? (*after)->Run({sum}).status() : after.status();
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr(address));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "distributed/rpc/grpc_master_service.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +32,8 @@ class GrpcMasterService : public AsyncService {
     Bind(&run_step_, &Service::RequestRunStep, &GrpcMasterService::RunStep);
     Bind(&close_session_, &Service::RequestCloseSession,
          &GrpcMasterService::CloseSession);
+    Bind(&keep_session_, &Service::RequestKeepSession,
+         &GrpcMasterService::KeepSession);
   }
 
   grpc::Service* service() override { return &service_; }
@@ -40,14 +44,25 @@ class GrpcMasterService : public AsyncService {
     Await(&extend_session_, cq, threads);
     Await(&run_step_, cq, threads);
     Await(&close_session_, cq, threads);
+    Await(&keep_session_, cq, threads);
   }
 
  private:
   void CreateSession(const proto::CreateSessionRequest* request,
                      proto::CreateSessionResponse* response, Finish finish) {
     Defer(std::move(finish), [this, request, response] {
-      auto handle = master_->CreateSession(request->graph());
-      if (handle.ok()) response->set_session_handle(*handle);
+      const absl::Duration timeout = master_->env().remote_session_timeout;
+      const bool kept_alive =
+          request->client_keeps_alive() && timeout > absl::ZeroDuration();
+      auto handle = master_->CreateSession(request->graph(), kept_alive);
+      if (handle.ok()) {
+        response->set_session_handle(*handle);
+        if (kept_alive) {
+          // At least hourly, however long the timeout.
+          response->set_keep_alive_ms(std::clamp<int64_t>(
+              absl::ToInt64Milliseconds(timeout / 3), 1, 3'600'000));
+        }
+      }
       return handle.status();
     });
   }
@@ -93,6 +108,13 @@ class GrpcMasterService : public AsyncService {
     });
   }
 
+  void KeepSession(const proto::KeepSessionRequest* request,
+                   proto::KeepSessionResponse* response, Finish finish) {
+    // Answered on the polling thread: a map lookup, and a client whose
+    // keep-alive waited behind long calls on the pool could lose its session.
+    finish(ToGrpcStatus(master_->KeepSession(request->session_handle())));
+  }
+
   // Answers with `work`'s status once it has run on the pool.
   void Defer(Finish finish, std::function<absl::Status()> work) {
     pool_->Schedule([finish = std::move(finish), work = std::move(work)] {
@@ -129,6 +151,7 @@ class GrpcMasterService : public AsyncService {
   Method<proto::RunStepRequest, proto::RunStepResponse> run_step_;
   Method<proto::CloseSessionRequest, proto::CloseSessionResponse>
       close_session_;
+  Method<proto::KeepSessionRequest, proto::KeepSessionResponse> keep_session_;
 };
 
 }  // namespace

@@ -183,6 +183,8 @@ absl::Status GrpcServer::Start() {
     master_env.jobs[job] = static_cast<int>(tasks.size());
   }
   master_env.worker_cache = worker_cache_.get();
+  master_env.remote_session_timeout =
+      absl::Milliseconds(options_.remote_session_timeout_ms);
   master_ = std::make_shared<Master>(std::move(master_env));
 
   recv_pool_ = RecvBufferPool::Create(kMaxIdleRecvBytes);

@@ -2,8 +2,11 @@
 // at that address, which runs it on the cluster. Registered as the "grpc"
 // session factory when this file is linked (the distflow target links it
 // whole).
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -11,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "distributed/local_master.h"
 #include "distributed/master.h"
 #include "distributed/rpc/grpc_remote_worker.h"
@@ -101,7 +105,9 @@ class GrpcSession : public Session {
       if (closed_) return absl::OkStatus();
       closed_ = true;
       handle = handle_;
+      if (keep_alive_call_ != nullptr) keep_alive_call_->TryCancel();
     }
+    if (keep_alive_.joinable()) keep_alive_.join();
     if (handle.empty()) return absl::OkStatus();
     if (auto master = FindLocalMaster(target_)) {
       return master->CloseSession(handle);
@@ -140,6 +146,7 @@ class GrpcSession : public Session {
     }
     proto::CreateSessionRequest request;
     *request.mutable_graph() = graph;
+    request.set_client_keeps_alive(true);
     proto::CreateSessionResponse response;
     grpc::ClientContext ctx;
     SetDeadline(&ctx, deadlines_.control_ms);
@@ -147,7 +154,42 @@ class GrpcSession : public Session {
         FromGrpcCallStatus(stub_->CreateSession(&ctx, request, &response),
                            "(master)", address_, "CreateSession");
     if (s.ok()) handle_ = response.session_handle();
+    if (s.ok() && response.keep_alive_ms() > 0) {
+      keep_alive_ = std::thread(&GrpcSession::KeepAlive, this, handle_,
+                                absl::Milliseconds(response.keep_alive_ms()));
+    }
     return s;
+  }
+
+  // Tells the master every `interval` that this client is alive, whether or
+  // not a step runs, until the session closes or the master no longer has
+  // it. The master gives up on the client after three intervals of silence,
+  // so a call that fails (the master busy or unreachable for a while) is
+  // made again sooner.
+  void KeepAlive(const std::string& handle, absl::Duration interval) {
+    proto::KeepSessionRequest request;
+    request.set_session_handle(handle);
+    absl::Duration wait = interval;
+    absl::MutexLock lock(&mu_);
+    while (!closed_) {
+      mu_.AwaitWithTimeout(absl::Condition(&closed_), wait);
+      if (closed_) return;
+      grpc::ClientContext ctx;
+      SetDeadline(&ctx, std::max<int64_t>(
+                            1, absl::ToInt64Milliseconds(interval / 2)));
+      keep_alive_call_ = &ctx;
+      mu_.Unlock();
+      proto::KeepSessionResponse response;
+      const grpc::Status s = stub_->KeepSession(&ctx, request, &response);
+      mu_.Lock();
+      keep_alive_call_ = nullptr;
+      // The session is gone: its steps will say why.
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND ||
+          s.error_code() == grpc::StatusCode::ABORTED) {
+        return;
+      }
+      wait = s.ok() ? interval : interval / 4;
+    }
   }
 
   const std::string target_;
@@ -158,6 +200,10 @@ class GrpcSession : public Session {
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::string handle_ ABSL_GUARDED_BY(mu_);
+  // Runs KeepAlive while the session of a master in another process is
+  // open; its call in flight, for Close to cancel.
+  std::thread keep_alive_;
+  grpc::ClientContext* keep_alive_call_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 class GrpcSessionFactory : public SessionFactory {

@@ -122,16 +122,12 @@ TEST(TensorStreamTest, MissingAndStrayPiecesNameTheTensor) {
 // A session that reaches its master over gRPC: the target spells the
 // master's address another way, so this process does not find it as a local
 // master and every step crosses the connection.
-class RemoteClientTest : public ::testing::Test {
+class RemoteClientTest : public PsAndWorkerTest {
  protected:
   void SetUp() override {
-    auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(*cluster);
-    options_.target = absl::StrCat("grpc://localhost:",
-                                   cluster_->server("worker", 0)->port());
+    PsAndWorkerTest::SetUp();
+    options_ = RemoteSessionTarget(cluster_->server("worker", 0));
   }
-  std::unique_ptr<TestCluster> cluster_;
   SessionOptions options_;
 };
 

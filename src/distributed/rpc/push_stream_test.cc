@@ -48,12 +48,10 @@ std::string Key(int i) {
                       "/device:CPU:0;x", i, ":0");
 }
 
-class PushStreamTest : public ::testing::Test {
+class PushStreamTest : public PsAndWorkerTest {
  protected:
   void SetUp() override {
-    auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(*cluster);
+    PsAndWorkerTest::SetUp();
     ps_ = cluster_->server("ps", 0)->worker();
     threads_ =
         std::make_unique<CompletionQueueThreads>("push_test", nullptr, 1);
@@ -71,7 +69,6 @@ class PushStreamTest : public ::testing::Test {
         threads_.get(), kPs, cluster_->address("ps", 0));
   }
 
-  std::unique_ptr<TestCluster> cluster_;
   Worker* ps_ = nullptr;
   std::unique_ptr<CompletionQueueThreads> threads_;
   std::unique_ptr<grpc::GenericStub> stub_;

@@ -39,12 +39,10 @@ struct Outcome {
   absl::Notification done;
 };
 
-class RunGraphStreamTest : public ::testing::Test {
+class RunGraphStreamTest : public PsAndWorkerTest {
  protected:
   void SetUp() override {
-    auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(*cluster);
+    PsAndWorkerTest::SetUp();
     ps_ = cluster_->server("ps", 0);
   }
 
@@ -143,10 +141,10 @@ class RunGraphStreamTest : public ::testing::Test {
     return true;
   }
 
-  // Declared first: destroyed after the streams that use them.
+  // Declared first: destroyed after the streams that use them (and the
+  // cluster, in the base, after them).
   std::unique_ptr<CompletionQueueThreads> threads_;
   std::unique_ptr<proto::WorkerService::Stub> stub_;
-  std::unique_ptr<TestCluster> cluster_;
   GrpcServer* ps_ = nullptr;
   uint64_t incarnation_ = 0;
 };

@@ -18,6 +18,7 @@
 #include "distflow/scope.h"
 #include "distflow/session.h"
 #include "distributed/rpc/grpc_server.h"
+#include "gtest/gtest.h"
 
 namespace distflow {
 
@@ -25,6 +26,16 @@ namespace distflow {
 inline SessionOptions SessionTarget(GrpcServer* server) {
   SessionOptions options;
   options.target = server->target();
+  return options;
+}
+
+// The same, but reaching the master over gRPC even from `server`'s own
+// process, as a client in another process does: the target spells the
+// address another way, so the session does not find it as a master of its
+// own process.
+inline SessionOptions RemoteSessionTarget(GrpcServer* server) {
+  SessionOptions options;
+  options.target = absl::StrCat("grpc://localhost:", server->port());
   return options;
 }
 
@@ -113,6 +124,17 @@ class TestCluster {
   std::map<std::string, std::vector<std::unique_ptr<GrpcServer>>> servers_;
 };
 
+// A test with one ps task and one worker task in `cluster_`.
+class PsAndWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(*cluster);
+  }
+  std::unique_ptr<TestCluster> cluster_;
+};
+
 // The smallest step with a part on a ps: a variable v = 3 on ps task 0 and
 // v + v, through a session on worker task 0's master. `ready` is the status
 // of initializing v and running the step once.
@@ -139,6 +161,23 @@ struct DoubledPsVariable {
   Operation init;
   std::unique_ptr<ClientSession> session;
   absl::Status ready;
+
+  // After a task restarted: initializes v again and runs the step until one
+  // succeeds or 15 s pass, the last result. The channel to the new task may
+  // first wait out a reconnect backoff (up to 1 s a try), longer on a loaded
+  // machine.
+  absl::StatusOr<std::vector<Tensor>> RunOnceRecovered() {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    absl::StatusOr<std::vector<Tensor>> out;
+    do {
+      (void)session->RunTargets({init});
+      out = session->Run({doubled});
+      if (out.ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return out;
+  }
 };
 
 }  // namespace distflow

@@ -28,17 +28,6 @@ std::string Key() {
   return absl::StrCat(kWorkerDevice, ";", kPsDevice, ";", kEdge);
 }
 
-// Waits for an asynchronous worker call.
-absl::Status Wait(const std::function<void(StatusCallback)>& call) {
-  auto done = std::make_shared<absl::Notification>();
-  auto status = std::make_shared<absl::Status>();
-  call([done, status](const absl::Status& s) {
-    *status = s;
-    done->Notify();
-  });
-  done->WaitForNotification();
-  return *status;
-}
 
 // A ps partition that receives the worker's "x:0" (as the partitioner
 // builds it) and computes from it.
@@ -86,7 +75,7 @@ class UnclaimedPushTest : public ::testing::Test {
     proto::RegisterGraphRequest reg;
     *reg.mutable_graph() = RecvPartition();
     proto::RegisterGraphResponse registered;
-    absl::Status s = Wait([&](StatusCallback done) {
+    absl::Status s = CallAndWait([&](StatusCallback done) {
       to_ps_->RegisterGraphAsync(&reg, &registered, std::move(done));
     });
     run->set_graph_handle(registered.graph_handle());
@@ -98,7 +87,7 @@ class UnclaimedPushTest : public ::testing::Test {
   // does.
   absl::Status Push(int64_t step_id) {
     Tensor value(DataType::kFloat, TensorShape({1 << 20}));
-    return Wait([&](StatusCallback done) {
+    return CallAndWait([&](StatusCallback done) {
       to_ps_->PushTensorAsync(step_id, Key(), value, std::move(done));
     });
   }
@@ -137,7 +126,7 @@ TEST_F(UnclaimedPushTest, TensorsOfAStepThatNeverRunsAreDropped) {
   ASSERT_TRUE(RegisterRecvPartition(&run).ok());
   run.set_step_id(kStep);
   proto::RunGraphResponse response;
-  absl::Status late = Wait([&](StatusCallback done) {
+  absl::Status late = CallAndWait([&](StatusCallback done) {
     to_ps_->RunGraphAsync(&run, &response, std::move(done));
   });
   EXPECT_TRUE(absl::IsAborted(late)) << late;
@@ -153,7 +142,7 @@ TEST_F(UnclaimedPushTest, TensorsOfAStepThatNeverRunsAreDropped) {
   ASSERT_TRUE(Push(kStep + 1).ok());
   run.set_step_id(kStep + 1);
   response.Clear();
-  absl::Status on_time = Wait([&](StatusCallback done) {
+  absl::Status on_time = CallAndWait([&](StatusCallback done) {
     to_ps_->RunGraphAsync(&run, &response, std::move(done));
   });
   EXPECT_TRUE(on_time.ok()) << on_time;

@@ -1,0 +1,195 @@
+// The life of a registered graph on a task's worker: registered once per
+// signature of a session and reused by its steps, dropped when the session
+// closes or when the master that registered it is replaced by a new process
+// of its task, refused when the task itself restarted.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distflow/distflow.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "distributed/master.h"
+#include "distributed/rpc/test_cluster.h"
+#include "distributed/worker.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/worker.pb.h"
+
+namespace distflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kMasterTask[] = "/job:worker/replica:0/task:0";
+constexpr char kOtherMasterTask[] = "/job:worker/replica:0/task:1";
+
+
+// A partition of one constant, as a master registers it.
+proto::RegisterGraphRequest Partition(const std::string& master_task,
+                                      const std::string& incarnation) {
+  Scope s = Scope::NewRootScope();
+  ops::Const(s.WithOpName("seven"), 7.0f);
+  proto::RegisterGraphRequest request;
+  EXPECT_TRUE(s.ToGraphDef(request.mutable_graph()).ok());
+  request.set_session_handle("session_1_" + incarnation);
+  request.set_master_task(master_task);
+  request.set_master_incarnation(incarnation);
+  return request;
+}
+
+// Registers the graph on `worker`; its handle.
+absl::StatusOr<std::string> TryRegister(
+    Worker* worker, const proto::RegisterGraphRequest& request) {
+  proto::RegisterGraphResponse response;
+  absl::Status s = CallAndWait([&](StatusCallback done) {
+    worker->RegisterGraphAsync(&request, &response, std::move(done));
+  });
+  if (!s.ok()) return s;
+  EXPECT_EQ(response.incarnation(), worker->incarnation());
+  return response.graph_handle();
+}
+
+std::string Register(Worker* worker, const proto::RegisterGraphRequest& request) {
+  auto handle = TryRegister(worker, request);
+  EXPECT_TRUE(handle.ok()) << handle.status();
+  return handle.value_or("");
+}
+
+absl::Status RunGraph(Worker* worker, const std::string& handle,
+                      uint64_t incarnation) {
+  // A worker refuses a step that has already finished there.
+  static int64_t next_step_id = 1000;
+  proto::RunGraphRequest request;
+  request.set_graph_handle(handle);
+  request.set_incarnation(incarnation);
+  request.set_step_id(next_step_id++);
+  proto::RunGraphResponse response;
+  return CallAndWait([&](StatusCallback done) {
+    worker->RunGraphAsync(&request, &response, std::move(done));
+  });
+}
+
+class GraphRegistrationTest : public PsAndWorkerTest {
+ protected:
+  Worker* ps() { return cluster_->server("ps", 0)->worker(); }
+};
+
+TEST_F(GraphRegistrationTest, OncePerSignatureAndDeregisteredOnClose) {
+  DoubledPsVariable model(cluster_.get());
+  ASSERT_EQ(model.ready, absl::OkStatus());
+  // The initializer's step and the doubling step each put a partition on
+  // the ps (the variable's initial value, its read).
+  EXPECT_EQ(ps()->NumGraphs(), 2);
+  for (int step = 0; step < 3; ++step) {
+    auto out = model.session->Run({model.doubled});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].scalar<float>(), 6.0f);
+  }
+  EXPECT_EQ(ps()->NumGraphs(), 2);
+  // Another signature (a fetch of the variable itself) is one more.
+  auto value = model.session->Run({model.v});
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(ps()->NumGraphs(), 3);
+  ASSERT_EQ(model.session->Close(), absl::OkStatus());
+  EXPECT_EQ(ps()->NumGraphs(), 0);
+}
+
+TEST_F(GraphRegistrationTest, NewProcessOfAMasterDropsTheGraphsOfTheOldOne) {
+  Worker* worker = ps();
+  const uint64_t incarnation = worker->incarnation();
+  const std::string old1 = Register(worker, Partition(kMasterTask, "aaaa"));
+  const std::string old2 = Register(worker, Partition(kMasterTask, "aaaa"));
+  const std::string other =
+      Register(worker, Partition(kOtherMasterTask, "bbbb"));
+  EXPECT_EQ(worker->NumGraphs(), 3);
+  EXPECT_EQ(RunGraph(worker, old1, incarnation), absl::OkStatus());
+
+  // The master's task restarted: its first registration drops the graphs
+  // of its earlier process, and only those.
+  const std::string fresh = Register(worker, Partition(kMasterTask, "cccc"));
+  EXPECT_EQ(worker->NumGraphs(), 2);
+  for (const std::string& gone : {old1, old2}) {
+    absl::Status s = RunGraph(worker, gone, incarnation);
+    EXPECT_TRUE(absl::IsAborted(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr(gone));
+    EXPECT_THAT(s.message(), HasSubstr("register it again"));
+  }
+  EXPECT_EQ(RunGraph(worker, fresh, incarnation), absl::OkStatus());
+  EXPECT_EQ(RunGraph(worker, other, incarnation), absl::OkStatus());
+  // More registrations of the same process keep what it registered.
+  Register(worker, Partition(kMasterTask, "cccc"));
+  EXPECT_EQ(worker->NumGraphs(), 3);
+  EXPECT_EQ(RunGraph(worker, fresh, incarnation), absl::OkStatus());
+}
+
+// A master's process that was replaced but still runs (hung, or cut off
+// while a new one started) is refused, rather than dropping the new one's
+// graphs in turn: whether this worker saw it before the new one or not.
+// (Incarnations begin with their process's start time: "aaaa" started
+// before "cccc".)
+TEST_F(GraphRegistrationTest, EarlierProcessOfAMasterIsRefused) {
+  Worker* worker = ps();
+  Register(worker, Partition(kMasterTask, "aaaa"));
+  const std::string fresh = Register(worker, Partition(kMasterTask, "cccc"));
+  for (const char* stale_process : {"aaaa", "bbbb"}) {
+    auto stale = TryRegister(worker, Partition(kMasterTask, stale_process));
+    ASSERT_FALSE(stale.ok()) << stale_process;
+    EXPECT_TRUE(absl::IsFailedPrecondition(stale.status())) << stale.status();
+    for (const std::string& part : std::vector<std::string>{
+             kMasterTask, absl::StrCat("incarnation ", stale_process),
+             "incarnation cccc", "stale", "/job:ps/replica:0/task:0"}) {
+      EXPECT_THAT(stale.status().message(), HasSubstr(part));
+    }
+  }
+  EXPECT_EQ(worker->NumGraphs(), 1);
+  EXPECT_EQ(RunGraph(worker, fresh, worker->incarnation()), absl::OkStatus());
+}
+
+// Incarnations as masters make them: later processes compare greater.
+TEST(MasterIncarnationTest, LaterProcessesCompareGreater) {
+  std::string before;
+  for (int i = 0; i < 3; ++i) {
+    absl::SleepFor(absl::Milliseconds(2));
+    Master master(MasterEnv{});
+    auto handle = master.CreateSession(proto::GraphDef());
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    // "session_<n>_<incarnation>"
+    const std::string incarnation = handle->substr(handle->rfind('_') + 1);
+    EXPECT_EQ(incarnation.size(), 24u) << incarnation;
+    EXPECT_GT(incarnation, before);
+    before = incarnation;
+  }
+}
+
+TEST_F(GraphRegistrationTest, GraphOfAnEarlierProcessOfTheTaskIsRefused) {
+  Worker* worker = ps();
+  const std::string handle = Register(worker, Partition(kMasterTask, "aaaa"));
+  // The incarnation a master kept from before the task restarted.
+  absl::Status s = RunGraph(worker, handle, worker->incarnation() + 1);
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/job:ps/replica:0/task:0"));
+  EXPECT_THAT(s.message(), HasSubstr("restarted since its graph was registered"));
+  EXPECT_THAT(s.message(), HasSubstr("must be registered again"));
+  // The graph itself is still there for the current incarnation.
+  EXPECT_EQ(RunGraph(worker, handle, worker->incarnation()), absl::OkStatus());
+}
+
+TEST_F(GraphRegistrationTest, DeregisteredGraphIsRefusedNamingIt) {
+  Worker* worker = ps();
+  const std::string handle = Register(worker, Partition(kMasterTask, "aaaa"));
+  proto::DeregisterGraphRequest request;
+  request.set_graph_handle(handle);
+  proto::DeregisterGraphResponse response;
+  ASSERT_EQ(CallAndWait([&](StatusCallback done) {
+              worker->DeregisterGraphAsync(&request, &response, std::move(done));
+            }),
+            absl::OkStatus());
+  EXPECT_EQ(worker->NumGraphs(), 0);
+  absl::Status s = RunGraph(worker, handle, worker->incarnation());
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("has no graph '" + handle + "'"));
+}
+
+}  // namespace
+}  // namespace distflow
