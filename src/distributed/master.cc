@@ -89,9 +89,9 @@ absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(
     return it->second.session;
   }
   if (!absl::EndsWith(handle, absl::StrCat("_", incarnation_))) {
-    return absl::AbortedError(absl::StrCat(
-        "the master of task ", env_.task_name, " has no session '", handle,
-        "': ", kSessionLost, "; create a new session"));
+    return absl::AbortedError(
+        absl::StrCat("the master of task ", env_.task_name, " has no session '",
+                     handle, "': ", kSessionLost, "; create a new session"));
   }
   if (std::find(expired_.begin(), expired_.end(), handle) != expired_.end()) {
     return absl::AbortedError(absl::StrCat(
@@ -101,9 +101,9 @@ absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(
         " (its process was stopped, or could not reach the master); create "
         "a new session"));
   }
-  return absl::NotFoundError(absl::StrCat("the master of task ",
-                                          env_.task_name, " has no session '",
-                                          handle, "': it was closed"));
+  return absl::NotFoundError(absl::StrCat("the master of task ", env_.task_name,
+                                          " has no session '", handle,
+                                          "': it was closed"));
 }
 
 void Master::EndCall(const std::string& handle) {
@@ -167,10 +167,10 @@ absl::StatusOr<std::vector<Tensor>> Master::RunStep(
     const std::string& handle,
     const std::vector<std::pair<std::string, Tensor>>& feeds,
     const std::vector<std::string>& fetches,
-    const std::vector<std::string>& targets) {
+    const std::vector<std::string>& targets, CancellationManager* cancel) {
   // A step may outlast the timeout; its session does not expire meanwhile.
   DF_ASSIGN_OR_RETURN(auto session, Find(handle, /*starts_call=*/true));
-  auto out = session->Run(feeds, fetches, targets);
+  auto out = session->Run(feeds, fetches, targets, cancel);
   EndCall(handle);
   return out;
 }

@@ -39,11 +39,15 @@ class Master {
   absl::Status KeepSession(const std::string& handle);
   absl::Status ExtendSession(const std::string& handle,
                              const proto::GraphDef& graph);
+  // Runs a step of session `handle`. Cancelling `cancel` (if given; it
+  // outlives the call) aborts the step on every task and returns CANCELLED:
+  // the RPC services cancel it when the client's call ends first.
   absl::StatusOr<std::vector<Tensor>> RunStep(
       const std::string& handle,
       const std::vector<std::pair<std::string, Tensor>>& feeds,
       const std::vector<std::string>& fetches,
-      const std::vector<std::string>& targets);
+      const std::vector<std::string>& targets,
+      CancellationManager* cancel = nullptr);
   absl::Status CloseSession(const std::string& handle);
   // Sessions open here.
   int NumSessions();
@@ -62,8 +66,8 @@ class Master {
   // handle made by an earlier process of this task (see IsSessionLost) or
   // for a session closed because its client went silent; NOT_FOUND for one
   // its client closed.
-  absl::StatusOr<std::shared_ptr<MasterSession>> Find(
-      const std::string& handle, bool starts_call = false);
+  absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle,
+                                                      bool starts_call = false);
   void EndCall(const std::string& handle);
   // Closes the remote sessions whose clients went silent, until the master
   // goes; runs on expiry_thread_.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "core/tensor_coding.h"
 #include "graph/graph_def_io.h"
@@ -123,15 +124,15 @@ MasterSession::GetRegistration(
 absl::StatusOr<std::vector<Tensor>> MasterSession::Run(
     const std::vector<std::pair<std::string, Tensor>>& feeds,
     const std::vector<std::string>& fetches,
-    const std::vector<std::string>& targets) {
+    const std::vector<std::string>& targets, CancellationManager* cancel) {
   std::string key;
   DF_ASSIGN_OR_RETURN(auto registration,
                       GetRegistration(feeds, fetches, targets, &key));
   std::vector<Tensor> args;
   for (const auto& feed : feeds) args.push_back(feed.second);
   std::vector<Tensor> fetched;
-  absl::Status s = RunPartitions(*registration, args,
-                                 static_cast<int>(fetches.size()), &fetched);
+  absl::Status s = RunPartitions(
+      *registration, args, static_cast<int>(fetches.size()), cancel, &fetched);
   if (NeedsReregistration(s)) {
     // The next run registers afresh (with the restarted task's new
     // incarnation); this one reports the failure.
@@ -288,8 +289,14 @@ void ProbeFinishedTasks(const std::shared_ptr<StepCalls>& state,
 absl::Status MasterSession::RunPartitions(const Registration& registration,
                                           const std::vector<Tensor>& args,
                                           int num_fetches,
+                                          CancellationManager* cancel,
                                           std::vector<Tensor>* fetched) {
   const int64_t step_id = NewStepId();
+  const absl::Status cancelled = absl::CancelledError(absl::StrCat(
+      "step ", step_id, " of session ", handle_,
+      " was aborted on every task: its client's call ended before the step "
+      "did (the client went away, cancelled the call or passed its "
+      "deadline)"));
   const size_t n = registration.partitions.size();
   auto state = std::make_shared<StepCalls>();
   state->calls.resize(n);
@@ -307,6 +314,17 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
     call.request.set_step_id(step_id);
     call.request.set_num_fetches(num_fetches);
     if (p.task == env_->task_name) call.feeds = args;
+  }
+  // Registered before any partition starts, so that a cancellation can
+  // never miss a running step; a step cancelled already does not start.
+  CancellationManager::Token cancel_token = 0;
+  if (cancel != nullptr && !cancel->RegisterCallback(
+                               [state, step_id, cancelled] {
+                                 DF_LOG(Warning) << cancelled.message();
+                                 FailStep(state, step_id, cancelled);
+                               },
+                               &cancel_token)) {
+    return cancelled;
   }
   auto partition_done = [state, step_id](size_t i) {
     return [state, step_id, i](const absl::Status& s) {
@@ -359,6 +377,7 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
     }
     first_error = state->first_error;
   }
+  if (cancel != nullptr) cancel->DeregisterCallback(cancel_token);
   if (!first_error.ok()) return first_error;
 
   fetched->assign(num_fetches, Tensor());

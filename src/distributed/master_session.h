@@ -14,8 +14,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/cancellation.h"
 #include "distflow/tensor.h"
 #include "distributed/worker_interface.h"
 #include "graph/graph.h"
@@ -59,10 +60,13 @@ class MasterSession {
   // dies or restarts while others still run (checked once a second), the
   // step is aborted on every task and the first error returned (UNAVAILABLE
   // naming the address of a dead task, ABORTED naming a restarted one).
+  // Cancelling `cancel` (if given) aborts the step the same way, with
+  // CANCELLED.
   absl::StatusOr<std::vector<Tensor>> Run(
       const std::vector<std::pair<std::string, Tensor>>& feeds,
       const std::vector<std::string>& fetches,
-      const std::vector<std::string>& targets);
+      const std::vector<std::string>& targets,
+      CancellationManager* cancel = nullptr);
   // Deregisters every partition (best effort) and refuses later runs.
   absl::Status Close();
 
@@ -85,6 +89,7 @@ class MasterSession {
       std::unique_ptr<Graph> call_graph);
   absl::Status RunPartitions(const Registration& registration,
                              const std::vector<Tensor>& args, int num_fetches,
+                             CancellationManager* cancel,
                              std::vector<Tensor>* fetched);
   void Deregister(const Registration& registration);
   int64_t NewStepId();

@@ -134,9 +134,9 @@ void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
     }
     if (s.ok()) {
       const std::string handle = absl::StrCat("graph_", next_graph_id_++);
-      graphs_.emplace(handle, RegisteredGraph{std::move(executor),
-                                              request->master_task(),
-                                              request->master_incarnation()});
+      graphs_.emplace(
+          handle, RegisteredGraph{std::move(executor), request->master_task(),
+                                  request->master_incarnation()});
       response->set_graph_handle(handle);
     }
   }
@@ -324,14 +324,15 @@ void Worker::AbortAllSteps(const absl::Status& status) {
 
 absl::Status Worker::AdmitMaster(const std::string& master_task,
                                  const std::string& incarnation) {
-  auto [latest, first] = master_processes_.try_emplace(master_task, incarnation);
+  auto [latest, first] =
+      master_processes_.try_emplace(master_task, incarnation);
   if (first || latest->second == incarnation) return absl::OkStatus();
   if (incarnation < latest->second) {
     return absl::FailedPreconditionError(absl::StrCat(
         "task ", env_.task_name, " refuses graphs from the process of task ",
         master_task, " with master incarnation ", incarnation,
-        ": a process of that task started later (incarnation ",
-        latest->second, ") registers graphs here, so this one is stale; "
+        ": a process of that task started later (incarnation ", latest->second,
+        ") registers graphs here, so this one is stale; "
         "stop it"));
   }
   latest->second = incarnation;
@@ -358,6 +359,11 @@ absl::Status Worker::AdmitMaster(const std::string& master_task,
 int Worker::NumGraphs() {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(graphs_.size());
+}
+
+int Worker::NumSteps() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(steps_.size());
 }
 
 int Worker::NumUnclaimedSteps() {

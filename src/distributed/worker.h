@@ -99,6 +99,9 @@ class Worker : public WorkerInterface {
   int NumUnclaimedSteps();
   // Graphs registered here and not yet deregistered or dropped.
   int NumGraphs();
+  // Steps under way here: started by a RunGraph or a pushed tensor, and not
+  // yet finished or aborted.
+  int NumSteps();
   int64_t UnclaimedPushedBytes();
 
  private:

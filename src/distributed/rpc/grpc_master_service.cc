@@ -29,7 +29,13 @@ class GrpcMasterService : public AsyncService {
          &GrpcMasterService::CreateSession);
     Bind(&extend_session_, &Service::RequestExtendSession,
          &GrpcMasterService::ExtendSession);
-    Bind(&run_step_, &Service::RequestRunStep, &GrpcMasterService::RunStep);
+    SetRequestFunction(&run_step_, &service_, &Service::RequestRunStep);
+    run_step_.handle_cancellable = [this](const proto::RunStepRequest* request,
+                                          proto::RunStepResponse* response,
+                                          Finish finish,
+                                          CancellationManager* cancel) {
+      RunStep(request, response, std::move(finish), cancel);
+    };
     Bind(&close_session_, &Service::RequestCloseSession,
          &GrpcMasterService::CloseSession);
     Bind(&keep_session_, &Service::RequestKeepSession,
@@ -73,33 +79,37 @@ class GrpcMasterService : public AsyncService {
                                     request->graph());
     });
   }
+  // A call that ends first (the client went away) cancels its step.
   void RunStep(const proto::RunStepRequest* request,
-               proto::RunStepResponse* response, Finish finish) {
-    Defer(std::move(finish), [this, request, response]() -> absl::Status {
-      if (request->feed_name_size() != request->feed_size()) {
-        return absl::InvalidArgumentError(
-            "RunStep: feed names and values differ in number");
-      }
-      std::vector<std::pair<std::string, Tensor>> feeds;
-      for (int i = 0; i < request->feed_size(); ++i) {
-        auto value = TensorFromProto(request->feed(i));
-        if (!value.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("feed '", request->feed_name(i),
-                           "': ", value.status().message()));
-        }
-        feeds.emplace_back(request->feed_name(i), std::move(*value));
-      }
-      std::vector<std::string> fetches(request->fetch().begin(),
-                                       request->fetch().end());
-      std::vector<std::string> targets(request->target().begin(),
-                                       request->target().end());
-      auto outputs =
-          master_->RunStep(request->session_handle(), feeds, fetches, targets);
-      if (!outputs.ok()) return outputs.status();
-      for (const Tensor& t : *outputs) TensorToProto(t, response->add_fetch());
-      return absl::OkStatus();
-    });
+               proto::RunStepResponse* response, Finish finish,
+               CancellationManager* cancel) {
+    Defer(std::move(finish),
+          [this, request, response, cancel]() -> absl::Status {
+            if (request->feed_name_size() != request->feed_size()) {
+              return absl::InvalidArgumentError(
+                  "RunStep: feed names and values differ in number");
+            }
+            std::vector<std::pair<std::string, Tensor>> feeds;
+            for (int i = 0; i < request->feed_size(); ++i) {
+              auto value = TensorFromProto(request->feed(i));
+              if (!value.ok()) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("feed '", request->feed_name(i),
+                                 "': ", value.status().message()));
+              }
+              feeds.emplace_back(request->feed_name(i), std::move(*value));
+            }
+            std::vector<std::string> fetches(request->fetch().begin(),
+                                             request->fetch().end());
+            std::vector<std::string> targets(request->target().begin(),
+                                             request->target().end());
+            auto outputs = master_->RunStep(request->session_handle(), feeds,
+                                            fetches, targets, cancel);
+            if (!outputs.ok()) return outputs.status();
+            for (const Tensor& t : *outputs)
+              TensorToProto(t, response->add_fetch());
+            return absl::OkStatus();
+          });
   }
   void CloseSession(const proto::CloseSessionRequest* request,
                     proto::CloseSessionResponse* response, Finish finish) {

@@ -1,11 +1,13 @@
 #include "distributed/rpc/grpc_master_stream_service.h"
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/cancellation.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_stream.h"
 #include "proto/master.grpc.pb.h"
@@ -34,17 +36,21 @@ struct StreamEnv {
 // (gRPC allows one operation of each kind in flight), the last one together
 // with the status. Its operations follow one another, so the call is a tag
 // of its own with one state. `Stream` is gRPC's bidirectional or
-// server-streaming writer; the two have the same write calls.
+// server-streaming writer; the two have the same write calls. A call that
+// ends before its step (the client went away, cancelled it or passed its
+// deadline) cancels the step, which is then aborted on every task: left to
+// run, a step blocked in a dequeue would take an item that nobody receives.
 template <typename Stream>
 class StepCall : public CqTag {
  public:
   void OnEvent(bool ok) override {
     switch (state_) {
       case State::kAwaiting:
-        if (!ok) {  // the server is shutting down; no call came
-          Release();
+        if (!ok) {    // the server is shutting down; no call came
+          Release();  // gRPC sends no done event for a call never started
           return;
         }
+        pending_ = 2;  // the finish and the done events
         AwaitNext();
         OnCallStarted();
         return;
@@ -62,7 +68,7 @@ class StepCall : public CqTag {
         WriteNext();
         return;
       case State::kFinishing:
-        Release();
+        Unref();
         return;
     }
   }
@@ -71,7 +77,11 @@ class StepCall : public CqTag {
   enum class State { kAwaiting, kReading, kWriting, kFinishing };
 
   StepCall(const StreamEnv* env, CompletionQueueThreads* threads)
-      : CqTag(threads), env_(env), stream_(&ctx_) {}
+      : CqTag(threads), env_(env), stream_(&ctx_), done_tag_(this, threads) {}
+
+  // Asks for the event that says the call has ended; before the call is
+  // requested, as gRPC requires.
+  void WatchForEnd() { ctx_.AsyncNotifyWhenDone(&done_tag_); }
 
   // Asks the server for the next call of this method.
   virtual void AwaitNext() = 0;
@@ -151,7 +161,8 @@ class StepCall : public CqTag {
           std::vector<std::string>(step_->fetch().begin(),
                                    step_->fetch().end()),
           std::vector<std::string>(step_->target().begin(),
-                                   step_->target().end()));
+                                   step_->target().end()),
+          &cancel_);
     }
     if (!outputs.ok()) {
       FinishWith(ToGrpcStatus(outputs.status()));
@@ -174,10 +185,34 @@ class StepCall : public CqTag {
     }
   }
 
+  // The event of AsyncNotifyWhenDone, which needs a tag of its own.
+  class DoneTag : public CqTag {
+   public:
+    DoneTag(StepCall* call, CompletionQueueThreads* threads)
+        : CqTag(threads), call_(call) {}
+    void OnEvent(bool /*ok*/) override { call_->OnEnded(); }
+
+   private:
+    StepCall* const call_;
+  };
+
+  void OnEnded() {
+    if (ctx_.IsCancelled()) cancel_.StartCancel();
+    Unref();
+  }
+
+  // The call is released once both its finish and its done events are in.
+  void Unref() {
+    if (pending_.fetch_sub(1) == 1) Release();
+  }
+
   std::optional<proto::RunStepRequest> step_;
   std::optional<TensorStreamDecoder> feeds_;
   std::vector<grpc::ByteBuffer> outgoing_;
   size_t next_write_ = 0;
+  CancellationManager cancel_;
+  DoneTag done_tag_;
+  std::atomic<int> pending_{0};
 };
 
 // RunStep: reads the request's messages until every feed is complete
@@ -187,6 +222,7 @@ class StreamedRequestCall : public StepCall<BidiStream> {
   static void Await(const StreamEnv* env, CompletionQueueThreads* threads) {
     auto* call = new StreamedRequestCall(env, threads);
     if (!call->TrackOrRelease()) return;
+    call->WatchForEnd();
     env->service->RequestRunStep(&call->ctx_, &call->stream_, env->cq, env->cq,
                                  call);
   }
@@ -222,6 +258,7 @@ class OneMessageCall : public StepCall<WriteStream> {
   static void Await(const StreamEnv* env, CompletionQueueThreads* threads) {
     auto* call = new OneMessageCall(env, threads);
     if (!call->TrackOrRelease()) return;
+    call->WatchForEnd();
     env->service->RequestRunStepOneMessage(
         &call->ctx_, &call->request_, &call->stream_, env->cq, env->cq, call);
   }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <utility>
 
+#include "base/cancellation.h"
 #include "distributed/rpc/completion_queue_threads.h"
 #include "grpcpp/grpcpp.h"
 
@@ -26,6 +27,14 @@ struct UnaryMethod {
   std::function<void(const Request* request, Response* response,
                      std::function<void(const grpc::Status&)> finish)>
       handle;
+  // Instead of `handle`, for work that should stop once nobody waits for
+  // its answer: the same, with `cancel`, which is cancelled when the call
+  // ends without its answer reaching the caller and lives as long as
+  // `request`.
+  std::function<void(const Request* request, Response* response,
+                     std::function<void(const grpc::Status&)> finish,
+                     CancellationManager* cancel)>
+      handle_cancellable;
   // If set: called (on a polling thread) when a call ends without its answer
   // reaching the caller: the caller cancelled it, went away, or the server
   // stopped.
@@ -60,7 +69,9 @@ class ServerUnaryCall : public CqTag {
       call->Release();  // the server is stopping
       return;
     }
-    if (method->on_cancel) call->ctx_.AsyncNotifyWhenDone(&call->done_tag_);
+    if (call->WatchesForEnd()) {
+      call->ctx_.AsyncNotifyWhenDone(&call->done_tag_);
+    }
     method->request(&call->ctx_, &call->request_, &call->writer_, cq, call);
   }
 
@@ -84,6 +95,10 @@ class ServerUnaryCall : public CqTag {
         writer_(&ctx_),
         done_tag_(this, threads) {}
 
+  bool WatchesForEnd() const {
+    return method_->on_cancel || method_->handle_cancellable;
+  }
+
   void OnEvent(bool ok) override {
     if (!received_) {
       received_ = true;
@@ -94,11 +109,17 @@ class ServerUnaryCall : public CqTag {
       // The handler's return, the finish and (if asked for) the done
       // events are still to come: a handler may read the request after it
       // has answered.
-      pending_ = method_->on_cancel ? 3 : 2;
+      pending_ = WatchesForEnd() ? 3 : 2;
       Await(method_, cq_, threads());
-      method_->handle(&request_, &response_, [this](const grpc::Status& s) {
+      auto finish = [this](const grpc::Status& s) {
         writer_.Finish(response_, s, this);
-      });
+      };
+      if (method_->handle_cancellable) {
+        method_->handle_cancellable(&request_, &response_, std::move(finish),
+                                    &cancel_);
+      } else {
+        method_->handle(&request_, &response_, std::move(finish));
+      }
       Unref();
       return;
     }
@@ -106,7 +127,10 @@ class ServerUnaryCall : public CqTag {
   }
 
   void OnDone() {
-    if (ctx_.IsCancelled()) method_->on_cancel(request_);
+    if (ctx_.IsCancelled()) {
+      if (method_->on_cancel) method_->on_cancel(request_);
+      cancel_.StartCancel();
+    }
     Unref();
   }
 
@@ -121,6 +145,7 @@ class ServerUnaryCall : public CqTag {
   Response response_;
   typename Method::Writer writer_;
   DoneTag done_tag_;
+  CancellationManager cancel_;
   bool received_ = false;  // only the polling thread of the event reads it
   std::atomic<int> pending_{0};
 };
