@@ -84,6 +84,15 @@ class AbandonedStepTest : public ::testing::TestWithParam<std::string> {
     return (*dequeued)[0].scalar<float>();
   }
 
+  // A dequeue by the unary RunStep, in the call of `ctx`.
+  grpc::Status UnaryDequeue(grpc::ClientContext* ctx) {
+    proto::RunStepRequest request;
+    request.set_session_handle(handle_);
+    request.add_fetch("dequeue:0");
+    proto::RunStepResponse response;
+    return stub_->RunStep(ctx, request, &response);
+  }
+
   std::unique_ptr<TestCluster> cluster_;
   std::string address_;
   std::unique_ptr<proto::MasterService::Stub> stub_;
@@ -102,14 +111,10 @@ TEST_P(AbandonedStepTest, StepOfACallPastItsDeadlineIsAbortedOnTheStream) {
 }
 
 TEST_P(AbandonedStepTest, StepOfAUnaryCallPastItsDeadlineIsAborted) {
-  proto::RunStepRequest request;
-  request.set_session_handle(handle_);
-  request.add_fetch("dequeue:0");
-  proto::RunStepResponse response;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(kShortDeadlineMs));
-  grpc::Status s = stub_->RunStep(&ctx, request, &response);
+  grpc::Status s = UnaryDequeue(&ctx);
   ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << s.error_message();
   ASSERT_TRUE(HolderIdle()) << "the abandoned dequeue still runs";
@@ -121,10 +126,6 @@ TEST_P(AbandonedStepTest, StepOfAUnaryCallPastItsDeadlineIsAborted) {
 // A client that cancels its call (as a dying process's connection does)
 // rather than letting it time out.
 TEST_P(AbandonedStepTest, StepOfACancelledCallIsAborted) {
-  proto::RunStepRequest request;
-  request.set_session_handle(handle_);
-  request.add_fetch("dequeue:0");
-  proto::RunStepResponse response;
   grpc::ClientContext ctx;
   std::thread canceller([&] {
     // Until the step runs on the queue's task: its dequeue then waits.
@@ -133,7 +134,7 @@ TEST_P(AbandonedStepTest, StepOfACancelledCallIsAborted) {
     }
     ctx.TryCancel();
   });
-  grpc::Status s = stub_->RunStep(&ctx, request, &response);
+  grpc::Status s = UnaryDequeue(&ctx);
   canceller.join();
   ASSERT_EQ(s.error_code(), grpc::StatusCode::CANCELLED) << s.error_message();
   ASSERT_TRUE(HolderIdle()) << "the abandoned dequeue still runs";

@@ -61,6 +61,21 @@ class CallbackTag : public CqTag {
   std::function<void()> on_cancel_;
 };
 
+// The tag of a server call's AsyncNotifyWhenDone event, which needs one of
+// its own: calls `call->OnEnded()` when the call has ended (answered,
+// cancelled or past its deadline). A member of the call, never tracked or
+// released itself: the call stays tracked until this event is in.
+template <typename Call>
+class CallEndTag : public CqTag {
+ public:
+  CallEndTag(Call* call, CompletionQueueThreads* threads)
+      : CqTag(threads), call_(call) {}
+  void OnEvent(bool /*ok*/) override { call_->OnEnded(); }
+
+ private:
+  Call* const call_;
+};
+
 // Keeps a closing queue from shutting down while a call may still start an
 // operation (a handler that has not answered yet, whose answer then goes out
 // on the call), as a tracked tag does; it waits on no operation itself.

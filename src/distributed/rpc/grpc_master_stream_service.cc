@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/cancellation.h"
+#include "distributed/rpc/callback_tag.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_stream.h"
 #include "proto/master.grpc.pb.h"
@@ -185,16 +186,7 @@ class StepCall : public CqTag {
     }
   }
 
-  // The event of AsyncNotifyWhenDone, which needs a tag of its own.
-  class DoneTag : public CqTag {
-   public:
-    DoneTag(StepCall* call, CompletionQueueThreads* threads)
-        : CqTag(threads), call_(call) {}
-    void OnEvent(bool /*ok*/) override { call_->OnEnded(); }
-
-   private:
-    StepCall* const call_;
-  };
+  friend class CallEndTag<StepCall>;
 
   void OnEnded() {
     if (ctx_.IsCancelled()) cancel_.StartCancel();
@@ -211,7 +203,7 @@ class StepCall : public CqTag {
   std::vector<grpc::ByteBuffer> outgoing_;
   size_t next_write_ = 0;
   CancellationManager cancel_;
-  DoneTag done_tag_;
+  CallEndTag<StepCall> done_tag_;
   std::atomic<int> pending_{0};
 };
 

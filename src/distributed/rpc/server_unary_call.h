@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/cancellation.h"
+#include "distributed/rpc/callback_tag.h"
 #include "distributed/rpc/completion_queue_threads.h"
 #include "grpcpp/grpcpp.h"
 
@@ -76,17 +77,6 @@ class ServerUnaryCall : public CqTag {
   }
 
  private:
-  // The event of AsyncNotifyWhenDone, which needs a tag of its own.
-  class DoneTag : public CqTag {
-   public:
-    DoneTag(ServerUnaryCall* call, CompletionQueueThreads* threads)
-        : CqTag(threads), call_(call) {}
-    void OnEvent(bool /*ok*/) override { call_->OnDone(); }
-
-   private:
-    ServerUnaryCall* const call_;
-  };
-
   ServerUnaryCall(const Method* method, grpc::ServerCompletionQueue* cq,
                   CompletionQueueThreads* threads)
       : CqTag(threads),
@@ -126,7 +116,8 @@ class ServerUnaryCall : public CqTag {
     Unref();  // the answer was sent (or the call had gone)
   }
 
-  void OnDone() {
+  friend class CallEndTag<ServerUnaryCall>;
+  void OnEnded() {
     if (ctx_.IsCancelled()) {
       if (method_->on_cancel) method_->on_cancel(request_);
       cancel_.StartCancel();
@@ -144,7 +135,7 @@ class ServerUnaryCall : public CqTag {
   Request request_;
   Response response_;
   typename Method::Writer writer_;
-  DoneTag done_tag_;
+  CallEndTag<ServerUnaryCall> done_tag_;
   CancellationManager cancel_;
   bool received_ = false;  // only the polling thread of the event reads it
   std::atomic<int> pending_{0};
