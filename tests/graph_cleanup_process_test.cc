@@ -10,6 +10,9 @@
 //    session, and the graphs the session registered, are closed once it has
 //    been silent for the master's remote_session_timeout_ms, while a live
 //    client that idles keeps them.
+//  - A client killed in the middle of a step that waits on the ps
+//    (dequeue_client): the master aborts the step at once, so the dequeue it
+//    left cannot take the next item.
 #include <stdlib.h>
 
 #include <chrono>
@@ -21,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "distflow/distflow.h"
+#include "distflow/ops/data_flow_ops.h"
 #include "distributed/master.h"
 #include "distributed/rpc/grpc_server.h"
 #include "distributed/worker.h"
@@ -84,8 +88,8 @@ class GraphCleanupProcessTest : public ::testing::Test {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ADD_FAILURE() << "no step ran within " << kTimeout.count()
-                  << " s: " << last << "\n"
+    ADD_FAILURE() << "no step ran within " << kTimeout.count() << " s: " << last
+                  << "\n"
                   << task.Output();
     return nullptr;
   }
@@ -150,13 +154,12 @@ TEST(RemoteClientCleanupTest, KilledClientsSessionAndGraphsAreClosed) {
   std::string dir = ::testing::TempDir() + "graph_cleanup_XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   // Trains to step 20 and waits there (for a file that never comes).
-  Subprocess client({absl::StrCat(DISTFLOW_BIN_DIR, "/recovery_trainer"),
-                     "--job_name=worker", "--task_index=0",
-                     "--ps_hosts=" + ps_address,
-                     "--worker_hosts=" + master_address,
-                     "--master=" + master_address, "--checkpoint_dir=" + dir,
-                     "--last_step=1000", "--pause_at_step=20",
-                     "--pause_file=" + dir + "/go"});
+  Subprocess client(
+      {absl::StrCat(DISTFLOW_BIN_DIR, "/recovery_trainer"), "--job_name=worker",
+       "--task_index=0", "--ps_hosts=" + ps_address,
+       "--worker_hosts=" + master_address, "--master=" + master_address,
+       "--checkpoint_dir=" + dir, "--last_step=1000", "--pause_at_step=20",
+       "--pause_file=" + dir + "/go"});
   ASSERT_TRUE(client.started());
   client.WaitForOutput("worker:0 paused", kTimeout);
   ASSERT_NE(client.Output().find("worker:0 paused"), std::string::npos)
@@ -178,6 +181,53 @@ TEST(RemoteClientCleanupTest, KilledClientsSessionAndGraphsAreClosed) {
                         std::chrono::seconds(15)))
       << ps_worker->NumGraphs() << " graphs left on the ps";
   std::filesystem::remove_all(dir);
+}
+
+TEST(RemoteClientCleanupTest, StepOfAClientKilledMidStepIsAbortedOnThePs) {
+  const std::string ps_address = absl::StrCat("127.0.0.1:", PickFreePort());
+  const std::string master_address = absl::StrCat("127.0.0.1:", PickFreePort());
+  const ClusterMap cluster = {{"ps", {ps_address}},
+                              {"worker", {master_address}}};
+  auto ps = GrpcServer::Create(cluster, "ps", 0);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  auto master_task = GrpcServer::Create(cluster, "worker", 0);
+  ASSERT_TRUE(master_task.ok()) << master_task.status();
+  Worker* ps_worker = (*ps)->worker();
+
+  Subprocess client({absl::StrCat(DISTFLOW_BIN_DIR, "/dequeue_client"),
+                     "--master=" + master_address});
+  ASSERT_TRUE(client.started());
+  client.WaitForOutput("dequeuing", kTimeout);
+  // Its step waits on the ps for an item.
+  ASSERT_TRUE(WaitUntil([&] { return ps_worker->NumSteps() > 0; },
+                        std::chrono::seconds(30)))
+      << client.Output();
+  client.Kill();
+  EXPECT_TRUE(WaitUntil([&] { return ps_worker->NumSteps() == 0; },
+                        std::chrono::seconds(15)))
+      << "the killed client's step still runs on the ps";
+
+  // The next item goes to the next client that asks for one.
+  Scope root = Scope::NewRootScope();
+  Scope on_ps = root.WithDevice("/job:ps/task:0");
+  Output queue = ops::FIFOQueue(on_ps.WithOpName("queue"), DataType::kFloat,
+                                PartialTensorShape({}), "items");
+  Operation enqueue = ops::QueueEnqueue(on_ps, queue, 8.0f);
+  Output dequeue = ops::QueueDequeue(on_ps, queue);
+  Output size = ops::QueueSize(on_ps, queue);
+  SessionOptions options;
+  options.target = "grpc://" + master_address;
+  auto session = ClientSession::Create(root, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_EQ((*session)->RunTargets({enqueue}), absl::OkStatus());
+  EXPECT_TRUE(WaitUntil([&] { return ps_worker->NumSteps() == 0; },
+                        std::chrono::seconds(15)));
+  auto queued = (*session)->Run({size});
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  ASSERT_EQ((*queued)[0].scalar<int32_t>(), 1) << "the item was taken";
+  auto item = (*session)->Run({dequeue});
+  ASSERT_TRUE(item.ok()) << item.status();
+  EXPECT_EQ((*item)[0].scalar<float>(), 8.0f);
 }
 
 }  // namespace
