@@ -143,7 +143,7 @@ TEST(RemoteClientCleanupTest, KilledClientsSessionAndGraphsAreClosed) {
   const ClusterMap cluster = {{"ps", {ps_address}},
                               {"worker", {master_address}}};
   ServerOptions options;
-  options.remote_session_timeout_ms = 3000;
+  options.remote_session_timeout_ms = 6000;  // keep-alives every 2 s
   auto ps = GrpcServer::Create(cluster, "ps", 0, options);
   ASSERT_TRUE(ps.ok()) << ps.status();
   auto master_task = GrpcServer::Create(cluster, "worker", 0, options);
@@ -169,7 +169,7 @@ TEST(RemoteClientCleanupTest, KilledClientsSessionAndGraphsAreClosed) {
   EXPECT_GT(ps_worker->NumGraphs(), 0);
 
   // Idle but alive, past the timeout: it keeps what it has.
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  std::this_thread::sleep_for(std::chrono::seconds(7));
   EXPECT_EQ(master->NumSessions(), sessions) << client.Output();
 
   client.Kill();

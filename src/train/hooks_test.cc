@@ -369,17 +369,18 @@ TEST(CheckpointSaverHookTest, SavesEveryNSecondsFromTheOptions) {
   const std::string dir = NewTempDir();
   MonitoredTrainingSession::Options options;
   options.checkpoint_dir = dir;
-  options.save_checkpoint_secs = 2;
+  // Long enough that a loaded machine runs two steps in less.
+  options.save_checkpoint_secs = 4;
   options.save_checkpoint_steps = 0;
-  options.save_summaries_secs = 2;
+  options.save_summaries_secs = 4;
   options.save_summaries_steps = 0;
   options.log_step_count_steps = 0;
   auto session = Open(root, options);
   ASSERT_NE(session, nullptr);
   auto tick = [&] { ASSERT_TRUE(session->RunTargets({model.tick.op()}).ok()); };
   tick();  // global step 1: the first summary; no checkpoint yet
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  tick();  // 2: two seconds have passed, so both
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  tick();  // 2: four seconds have passed, so both
   tick();  // 3: too soon for either
   auto exists = [&](int step) {
     return std::filesystem::exists(dir + "/model.ckpt-" + std::to_string(step) +

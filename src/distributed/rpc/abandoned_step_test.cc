@@ -61,10 +61,10 @@ class AbandonedStepTest : public ::testing::TestWithParam<std::string> {
   // The worker of the task that holds the queue.
   Worker* Holder() { return cluster_->server(GetParam(), 0)->worker(); }
 
-  // Waits up to 5 s for the queue's task to have no step under way; whether
-  // it has none.
+  // Waits up to 15 s for the queue's task to have no step under way;
+  // whether it has none.
   bool HolderIdle() {
-    for (int i = 0; i < 100 && Holder()->NumSteps() > 0; ++i) {
+    for (int i = 0; i < 300 && Holder()->NumSteps() > 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return Holder()->NumSteps() == 0;

@@ -39,11 +39,11 @@ int UnixConnections(const std::string& address) {
   return connected;
 }
 
-// Waits up to 5 s for the connections on the task's socket to reach `want`
+// Waits up to 15 s for the connections on the task's socket to reach `want`
 // (gRPC closes a dropped channel's connection in the background).
 int AwaitUnixConnections(const std::string& address, int want) {
   int now = UnixConnections(address);
-  for (int i = 0; i < 100 && now != want; ++i) {
+  for (int i = 0; i < 300 && now != want; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     now = UnixConnections(address);
   }

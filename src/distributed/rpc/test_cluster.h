@@ -57,10 +57,10 @@ inline int EstablishedTo(int port) {
   return n;
 }
 
-// Waits up to 5 s for EstablishedTo(port) to reach `want`; its last value.
+// Waits up to 15 s for EstablishedTo(port) to reach `want`; its last value.
 inline int AwaitEstablishedTo(int port, int want) {
   int now = EstablishedTo(port);
-  for (int i = 0; i < 100 && now != want; ++i) {
+  for (int i = 0; i < 300 && now != want; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     now = EstablishedTo(port);
   }
