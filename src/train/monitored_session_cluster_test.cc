@@ -17,6 +17,7 @@
 #include "distflow/train/monitored_session.h"
 #include "distflow/train/saver.h"
 #include "distributed/rpc/test_cluster.h"
+#include "distributed/worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -65,8 +66,13 @@ TEST(MonitoredSessionClusterTest, WorkerWaitsForTheChiefAndSaysForWhat) {
                                                OptionsFor(cluster->get(), 1));
     ready = true;
   });
-  // The worker keeps waiting while there is no chief.
+  // The worker keeps waiting while there is no chief; its first check has
+  // registered the readiness graph on the ps (however slow the machine).
   absl::SleepFor(absl::Seconds(1));
+  Worker* ps = (*cluster)->server("ps", 0)->worker();
+  for (int i = 0; i < 300 && ps->NumGraphs() == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
   EXPECT_FALSE(ready);
   auto session = MonitoredTrainingSession::Create(
       chief.root, OptionsFor(cluster->get(), 0));
@@ -126,7 +132,8 @@ TEST(MonitoredSessionClusterTest, ChiefWaitsForAPsThatStartsLate) {
   Replica chief(1, 0);
   (*cluster)->Kill("ps", 0);
   std::thread late_start([&] {
-    absl::SleepFor(absl::Milliseconds(700));
+    // Long after the chief's first try, even on a loaded machine.
+    absl::SleepFor(absl::Seconds(2));
     ASSERT_TRUE((*cluster)->Restart("ps", 0).ok());
   });
   testing::internal::CaptureStderr();
