@@ -87,6 +87,11 @@ class StepWatchProcessTest : public ::testing::Test {
   // that waits on the queue; its status goes to step_status_ when
   // step_done_ is notified.
   void StartStep() {
+    // The step's graphs are registered first, by a run that an item lets
+    // end, so that the step below reaches the ps at once.
+    ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
+    auto warm = session_->Run({}, {take_}, {ps_done_});
+    ASSERT_TRUE(warm.ok()) << warm.status();
     step_thread_ = std::thread([this] {
       step_status_ = session_->Run({}, {take_}, {ps_done_}).status();
       step_done_.Notify();
@@ -103,7 +108,7 @@ class StepWatchProcessTest : public ::testing::Test {
 
 TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
   const auto start = std::chrono::steady_clock::now();
-  StartStep();
+  ASSERT_NO_FATAL_FAILURE(StartStep());
   // Long enough for the ps's part to end, short of the master's first probe.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Kill();
@@ -136,7 +141,7 @@ TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
 // stay open) is asked for its status with the control deadline (30 s); the
 // step must not wait for that answer once its own parts have ended.
 TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
-  StartStep();
+  ASSERT_NO_FATAL_FAILURE(StartStep());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Pause();
   // Past the master's first probe, which now waits on the frozen ps.
@@ -158,7 +163,7 @@ TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
 // the ps silent, naming its address, and does not wait for the step
 // deadline.
 TEST_F(StepWatchProcessTest, FrozenPsFailsTheStepNamingIt) {
-  StartStep();
+  ASSERT_NO_FATAL_FAILURE(StartStep());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Pause();
   const auto start = std::chrono::steady_clock::now();
