@@ -186,6 +186,15 @@ struct StepCalls {
 // ProbeFinishedTasks). A step shorter than this sends no probe.
 constexpr absl::Duration kProbeInterval = absl::Seconds(1);
 
+// The error of a step whose client's call ended before the step did.
+absl::Status StepCancelled(int64_t step_id, const std::string& session) {
+  return absl::CancelledError(absl::StrCat(
+      "step ", step_id, " of session ", session,
+      " was aborted on every task: its client's call ended before the step "
+      "did (the client went away, cancelled the call or passed its "
+      "deadline)"));
+}
+
 // Tells every task to abort the step: partitions that wait for tensors from
 // the failed one wake up with `cause`.
 void AbortAll(const std::shared_ptr<StepCalls>& state, int64_t step_id,
@@ -292,11 +301,6 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
                                           CancellationManager* cancel,
                                           std::vector<Tensor>* fetched) {
   const int64_t step_id = NewStepId();
-  const absl::Status cancelled = absl::CancelledError(absl::StrCat(
-      "step ", step_id, " of session ", handle_,
-      " was aborted on every task: its client's call ended before the step "
-      "did (the client went away, cancelled the call or passed its "
-      "deadline)"));
   const size_t n = registration.partitions.size();
   auto state = std::make_shared<StepCalls>();
   state->calls.resize(n);
@@ -319,12 +323,14 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
   // never miss a running step; a step cancelled already does not start.
   CancellationManager::Token cancel_token = 0;
   if (cancel != nullptr && !cancel->RegisterCallback(
-                               [state, step_id, cancelled] {
+                               [state, step_id, handle = handle_] {
+                                 const absl::Status cancelled =
+                                     StepCancelled(step_id, handle);
                                  DF_LOG(Warning) << cancelled.message();
                                  FailStep(state, step_id, cancelled);
                                },
                                &cancel_token)) {
-    return cancelled;
+    return StepCancelled(step_id, handle_);
   }
   auto partition_done = [state, step_id](size_t i) {
     return [state, step_id, i](const absl::Status& s) {
