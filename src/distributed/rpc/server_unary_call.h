@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "base/cancellation.h"
@@ -83,7 +84,9 @@ class ServerUnaryCall : public CqTag {
         method_(method),
         cq_(cq),
         writer_(&ctx_),
-        done_tag_(this, threads) {}
+        done_tag_(this, threads) {
+    if (method->handle_cancellable) cancel_.emplace();
+  }
 
   bool WatchesForEnd() const {
     return method_->on_cancel || method_->handle_cancellable;
@@ -106,7 +109,7 @@ class ServerUnaryCall : public CqTag {
       };
       if (method_->handle_cancellable) {
         method_->handle_cancellable(&request_, &response_, std::move(finish),
-                                    &cancel_);
+                                    &*cancel_);
       } else {
         method_->handle(&request_, &response_, std::move(finish));
       }
@@ -120,7 +123,7 @@ class ServerUnaryCall : public CqTag {
   void OnEnded() {
     if (ctx_.IsCancelled()) {
       if (method_->on_cancel) method_->on_cancel(request_);
-      cancel_.StartCancel();
+      if (cancel_) cancel_->StartCancel();
     }
     Unref();
   }
@@ -136,7 +139,9 @@ class ServerUnaryCall : public CqTag {
   Response response_;
   typename Method::Writer writer_;
   CallEndTag<ServerUnaryCall> done_tag_;
-  CancellationManager cancel_;
+  // Only for a method with handle_cancellable: the worker's many unary
+  // calls (pushes, RunGraph) carry none.
+  std::optional<CancellationManager> cancel_;
   bool received_ = false;  // only the polling thread of the event reads it
   std::atomic<int> pending_{0};
 };
