@@ -8,11 +8,28 @@
 #include "unsupported/Eigen/CXX11/Tensor"
 #include "unsupported/Eigen/CXX11/ThreadPool"
 
+#include "base/denormal.h"
+
 namespace distflow {
+namespace {
+
+// Eigen's threads, each flushing denormals from its start: a pool's threads
+// run kernels and their intra-op shards (base/denormal.h).
+struct FlushingThreadEnvironment : Eigen::StlThreadEnvironment {
+  EnvThread* CreateThread(std::function<void()> f) {
+    return StlThreadEnvironment::CreateThread([f = std::move(f)] {
+      FlushDenormalsOnThisThread();
+      f();
+    });
+  }
+};
+
+}  // namespace
 
 ThreadPool::ThreadPool(std::string name, int num_threads)
     : name_(std::move(name)),
-      pool_(std::make_unique<Eigen::ThreadPool>(std::max(1, num_threads))) {
+      pool_(std::make_unique<Eigen::ThreadPoolTempl<FlushingThreadEnvironment>>(
+          std::max(1, num_threads))) {
   device_ = std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(),
                                                       pool_->NumThreads());
 }

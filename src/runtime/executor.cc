@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "base/denormal.h"
 #include "base/status_macros.h"
 
 namespace distflow {
@@ -109,6 +110,9 @@ class Executor::StepState {
   }
 
   void RunQueue(std::deque<int>* queue, int queued_expensive) {
+    // Kernels run on whatever thread drives the queue (a session's caller, an
+    // RPC thread); none of them should pay for denormal floats.
+    ScopedFlushDenormal flush_denormals;
     while (!queue->empty()) {
       const int id = queue->front();
       queue->pop_front();

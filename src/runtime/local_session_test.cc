@@ -1,5 +1,6 @@
 #include "runtime/local_session.h"
 
+#include <cfloat>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -215,6 +216,27 @@ TEST(LocalSessionConcurrencyTest, ConcurrentRunsUpdateVariablesAtomically) {
   auto out = session->Run({}, {"total/read:0"}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<int64_t>(), kThreads * kStepsPerThread);
+}
+
+// Kernels flush denormal floats to zero (base/denormal.h), on whichever thread
+// runs them, and leave the caller's thread as it was.
+TEST(LocalSessionDenormalTest, DenormalResultsAreFlushedToZero) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DataType::kFloat, {2});
+  ops::Mul(s.WithOpName("quarter"), x, 0.25f);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (int inter_op_threads : {0, 2}) {
+    auto session = NewLocalSession(inter_op_threads);
+    ASSERT_TRUE(session);
+    ASSERT_TRUE(session->Extend(ToGraphDef(s)).ok());
+    auto out = session->Run({{"x:0", Tensor::Vector<float>({FLT_MIN, 8.0f})}},
+                            {"quarter:0"}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE((*out)[0].Equals(Tensor::Vector<float>({0.0f, 2.0f})))
+        << (*out)[0];
+  }
+  volatile float caller = FLT_MIN;
+  EXPECT_GT(caller * 0.25f, 0.0f);
 }
 
 TEST(LocalSessionSeedTest, MatMulOfVariables) {
