@@ -1,5 +1,6 @@
 #include "kernels/accumulator.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -23,17 +24,19 @@ std::vector<double> ToDoubles(const Tensor& t) {
   return out;
 }
 
-// sum = a + b, then sum += g: in one pass over the gradients' own buffers,
-// with no temporary and no zeroing of the sum between rounds.
+// s[0, end - begin) = the sum of gradients[k][begin, end), added in double
+// in the gradients' order.
 template <typename T>
-void SumOfTwo(const Tensor& a, const Tensor& b, double* sum) {
-  const T* x = a.flat<T>().data();
-  const T* y = b.flat<T>().data();
-  const int64_t n = a.NumElements();
-  for (int64_t i = 0; i < n; ++i) {
-    sum[i] = static_cast<double>(x[i]) + static_cast<double>(y[i]);
+void SumOf(const std::vector<Tensor>& gradients, int64_t begin, int64_t end,
+           double* s) {
+  const T* first = gradients[0].flat<T>().data();
+  for (int64_t i = begin; i < end; ++i) s[i - begin] = first[i];
+  for (size_t k = 1; k < gradients.size(); ++k) {
+    const T* g = gradients[k].flat<T>().data();
+    for (int64_t i = begin; i < end; ++i) s[i - begin] += g[i];
   }
 }
+
 template <typename T>
 void AddInto(const Tensor& g, double* sum) {
   const T* in = g.flat<T>().data();
@@ -41,19 +44,50 @@ void AddInto(const Tensor& g, double* sum) {
   for (int64_t i = 0; i < n; ++i) sum[i] += in[i];
 }
 
-// A tensor of `dtype` and `shape` holding `values / divisor`. Every element is
-// written, so the buffer starts uninitialized.
-Tensor FromDoubles(DataType dtype, const TensorShape& shape,
-                   const double* values, int64_t n, double divisor) {
-  Tensor t = Tensor::Uninitialized(dtype, shape);
-  if (dtype == DataType::kFloat) {
-    float* out = t.flat<float>().data();
+// out[i] = sums[i] / count. Dividing by a power of two is multiplying by its
+// exact reciprocal: the same result, at a fraction of a division's cost.
+template <typename T>
+void WriteAverage(const double* sums, int64_t n, int count, T* out) {
+  if ((count & (count - 1)) == 0) {
+    const double reciprocal = 1.0 / count;
     for (int64_t i = 0; i < n; ++i) {
-      out[i] = static_cast<float>(values[i] / divisor);
+      out[i] = static_cast<T>(sums[i] * reciprocal);
     }
   } else {
-    double* out = t.flat<double>().data();
-    for (int64_t i = 0; i < n; ++i) out[i] = values[i] / divisor;
+    const double divisor = count;
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(sums[i] / divisor);
+  }
+}
+
+// The average of `gradients` (two or more, of `shape`), summed in double a
+// block at a time: each gradient is read once, and the partial sums stay in
+// the first-level cache.
+template <typename T>
+Tensor AverageOf(const std::vector<Tensor>& gradients, DataType dtype,
+                 const TensorShape& shape) {
+  Tensor out = Tensor::Uninitialized(dtype, shape);
+  T* o = out.flat<T>().data();
+  const int64_t n = out.NumElements();
+  const int count = static_cast<int>(gradients.size());
+  constexpr int64_t kBlock = 512;
+  double s[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    SumOf<T>(gradients, begin, end, s);
+    WriteAverage<T>(s, end - begin, count, o + begin);
+  }
+  return out;
+}
+
+// A tensor of `dtype` and `shape` holding `values / count`. Every element is
+// written, so the buffer starts uninitialized.
+Tensor FromDoubles(DataType dtype, const TensorShape& shape,
+                   const double* values, int64_t n, int count) {
+  Tensor t = Tensor::Uninitialized(dtype, shape);
+  if (dtype == DataType::kFloat) {
+    WriteAverage<float>(values, n, count, t.flat<float>().data());
+  } else {
+    WriteAverage<double>(values, n, count, t.flat<double>().data());
   }
   return t;
 }
@@ -169,31 +203,40 @@ absl::Status DenseAccumulator::AddLocked(const std::vector<Tensor>& gradient) {
     }
     shape_ = g.shape();
     has_shape_ = true;
-    sum_.assign(g.NumElements(), 0.0);
   } else if (g.shape() != shape_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a gradient of shape ", g.shape().DebugString(), " does not fit ",
         Describe(), ", which holds gradients of shape ", shape_.DebugString()));
   }
-  // The round's first gradient is kept as it came (tensors are immutable and
-  // shared, so this copies nothing); the second starts the sum, overwriting
-  // the sum of an earlier round.
+  // A round's first gradients are held as they came (tensors are immutable
+  // and shared, so this copies nothing) and averaged in one pass by the take;
+  // one more than kHeldGradients starts a sum in double.
   const bool is_float = g.dtype() == DataType::kFloat;
-  if (count_ == 0) {
-    first_ = g;
-  } else if (count_ == 1) {
-    is_float ? SumOfTwo<float>(first_, g, sum_.data())
-             : SumOfTwo<double>(first_, g, sum_.data());
-    first_ = Tensor();
-  } else {
-    is_float ? AddInto<float>(g, sum_.data()) : AddInto<double>(g, sum_.data());
+  if (count_ < kHeldGradients) {
+    held_.push_back(g);
+    return absl::OkStatus();
   }
+  if (count_ == kHeldGradients) {
+    sum_.resize(g.NumElements());
+    const int64_t n = static_cast<int64_t>(sum_.size());
+    is_float ? SumOf<float>(held_, 0, n, sum_.data())
+             : SumOf<double>(held_, 0, n, sum_.data());
+    held_.clear();
+  }
+  is_float ? AddInto<float>(g, sum_.data()) : AddInto<double>(g, sum_.data());
   return absl::OkStatus();
 }
 
 Accumulator::Result DenseAccumulator::TakeAverageLocked() {
+  std::vector<Tensor> held = std::move(held_);
+  held_.clear();
   // The average of one gradient is that gradient, bit for bit.
-  if (count_ == 1) return {std::move(first_)};
+  if (count_ == 1) return {std::move(held[0])};
+  if (count_ <= kHeldGradients) {
+    return {dtype_ == DataType::kFloat
+                ? AverageOf<float>(held, dtype_, shape_)
+                : AverageOf<double>(held, dtype_, shape_)};
+  }
   return {FromDoubles(dtype_, shape_, sum_.data(),
                       static_cast<int64_t>(sum_.size()), count_)};
 }

@@ -4,8 +4,8 @@
 //
 // An accumulator has a global step. A gradient computed at a local step older
 // than it is stale and dropped; taking the average advances the step by one, so
-// that gradients of the round just taken are dropped from then on. Sums are
-// kept in double precision whatever the gradient's type.
+// that gradients of the round just taken are dropped from then on. Gradients
+// are summed in double precision whatever their type.
 #ifndef DISTFLOW_KERNELS_ACCUMULATOR_H_
 #define DISTFLOW_KERNELS_ACCUMULATOR_H_
 
@@ -85,9 +85,11 @@ class Accumulator : public ResourceBase {
   WaitList takers_ ABSL_GUARDED_BY(mu_){&mu_};
 };
 
-// Sums dense gradients of one shape (the declared one, or the first
-// gradient's when the declared shape is partial). A round's first gradient is
-// held, not copied: the sum starts with the second.
+// Averages dense gradients of one shape (the declared one, or the first
+// gradient's when the declared shape is partial). A round's first
+// kHeldGradients gradients are held, not copied, and the take averages them
+// in one pass, reading each once (a synchronous step of a few workers never
+// writes a sum); the next one starts a sum in double.
 class DenseAccumulator : public Accumulator {
  public:
   using Accumulator::Accumulator;
@@ -99,10 +101,13 @@ class DenseAccumulator : public Accumulator {
   Result TakeAverageLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
  private:
+  static constexpr int kHeldGradients = 4;
   TensorShape shape_ ABSL_GUARDED_BY(mu_);
   bool has_shape_ ABSL_GUARDED_BY(mu_) = false;
-  Tensor first_ ABSL_GUARDED_BY(mu_);             // while count_ == 1
-  std::vector<double> sum_ ABSL_GUARDED_BY(mu_);  // while count_ >= 2
+  // while count_ <= kHeldGradients
+  std::vector<Tensor> held_ ABSL_GUARDED_BY(mu_);
+  // while count_ > kHeldGradients
+  std::vector<double> sum_ ABSL_GUARDED_BY(mu_);
 };
 
 // Sums sparse gradients (IndexedSlices) row by row. The average divides

@@ -158,6 +158,30 @@ TEST(AccumulatorTest, BadInputIsAnErrorNamingTheAccumulator) {
 
 // Double gradients, and rounds of two and three: each round averages only its
 // own gradients (the sum of a round taken is not carried into the next).
+// Whatever the number of gradients (the accumulator holds the first few and
+// sums any more as they come), float gradients are summed in double, in the
+// order they came: 1e8 + 1 - 1e8 is 1, where a float sum would lose the 1.
+TEST(AccumulatorTest, FloatGradientsAreSummedInDoubleWhateverTheirNumber) {
+  DenseFixture f;
+  const std::vector<std::vector<float>> gradients = {
+      {1e8f, 3}, {1, 5}, {-1e8f, 7}, {0.5f, 1}, {0.25f, 2}, {3, 4}};
+  for (int n = 2; n <= 6; ++n) {
+    const int64_t round = n - 2;  // each take advances the global step
+    std::vector<double> sum(2, 0.0);
+    for (int k = 0; k < n; ++k) {
+      ASSERT_TRUE(f.Apply(round, gradients[k]).ok());
+      for (int i = 0; i < 2; ++i) sum[i] += gradients[k][i];
+    }
+    auto avg = f.Take(n);
+    ASSERT_TRUE(avg.ok()) << avg.status();
+    const Tensor want = Tensor::Vector<float>(
+        {static_cast<float>(sum[0] / n), static_cast<float>(sum[1] / n)});
+    EXPECT_TRUE(test::TensorsEqual<float>((*avg)[0], want))
+        << n << " gradients: " << (*avg)[0].DebugString() << " against "
+        << want.DebugString();
+  }
+}
+
 TEST(AccumulatorTest, Float64RoundsAverageOnlyTheirOwnGradients) {
   Scope root = Scope::NewRootScope();
   Output acc = ops::ConditionalAccumulator(root, DataType::kDouble,
