@@ -84,6 +84,15 @@ class AbandonedStepTest : public ::testing::TestWithParam<std::string> {
     return (*dequeued)[0].scalar<float>();
   }
 
+  // After a call was abandoned mid-dequeue: its step is gone from the
+  // queue's task, and the next item goes to the next client.
+  void ExpectAbortedAndQueueServesTheNext(float value) {
+    ASSERT_TRUE(HolderIdle()) << "the abandoned dequeue still runs";
+    auto item = EnqueueThenDequeue(value);
+    ASSERT_TRUE(item.ok()) << item.status();
+    EXPECT_EQ(*item, value);
+  }
+
   // A dequeue by the unary RunStep, in the call of `ctx`.
   grpc::Status UnaryDequeue(grpc::ClientContext* ctx) {
     proto::RunStepRequest request;
@@ -104,10 +113,7 @@ TEST_P(AbandonedStepTest, StepOfACallPastItsDeadlineIsAbortedOnTheStream) {
   auto blocked =
       client.RunStep(handle_, {}, {"dequeue:0"}, {}, kShortDeadlineMs);
   ASSERT_TRUE(absl::IsDeadlineExceeded(blocked.status())) << blocked.status();
-  ASSERT_TRUE(HolderIdle()) << "the abandoned dequeue still runs";
-  auto item = EnqueueThenDequeue(5.0f);
-  ASSERT_TRUE(item.ok()) << item.status();
-  EXPECT_EQ(*item, 5.0f);
+  ExpectAbortedAndQueueServesTheNext(5.0f);
 }
 
 TEST_P(AbandonedStepTest, StepOfAUnaryCallPastItsDeadlineIsAborted) {
@@ -117,10 +123,7 @@ TEST_P(AbandonedStepTest, StepOfAUnaryCallPastItsDeadlineIsAborted) {
   grpc::Status s = UnaryDequeue(&ctx);
   ASSERT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << s.error_message();
-  ASSERT_TRUE(HolderIdle()) << "the abandoned dequeue still runs";
-  auto item = EnqueueThenDequeue(6.0f);
-  ASSERT_TRUE(item.ok()) << item.status();
-  EXPECT_EQ(*item, 6.0f);
+  ExpectAbortedAndQueueServesTheNext(6.0f);
 }
 
 // A client that cancels its call (as a dying process's connection does)
@@ -137,10 +140,7 @@ TEST_P(AbandonedStepTest, StepOfACancelledCallIsAborted) {
   grpc::Status s = UnaryDequeue(&ctx);
   canceller.join();
   ASSERT_EQ(s.error_code(), grpc::StatusCode::CANCELLED) << s.error_message();
-  ASSERT_TRUE(HolderIdle()) << "the abandoned dequeue still runs";
-  auto item = EnqueueThenDequeue(7.0f);
-  ASSERT_TRUE(item.ok()) << item.status();
-  EXPECT_EQ(*item, 7.0f);
+  ExpectAbortedAndQueueServesTheNext(7.0f);
 }
 
 // A step that ends in time is not disturbed by its call's end: the same
