@@ -97,9 +97,9 @@ class Partitioner {
   }
 
   // The name of member `m` of pack `p` on its destination task, building
-  // the pack's transfer on first use: on the source task each member is
-  // flattened and all are concatenated; one _Send/_Recv pair carries the
-  // result; on the destination each member is sliced out and reshaped.
+  // the pack's transfer on first use: on the source task the members are
+  // gathered into one tensor; one _Send/_Recv pair carries it; on the
+  // destination each member is sliced out and reshaped.
   std::string PackedMember(int p, int m, const std::string& dst_device) {
     const EdgePack& pack = packing_.packs[p];
     const std::string base =
@@ -127,34 +127,22 @@ class Partitioner {
       };
       const proto::AttrValue dtype = MakeAttr(pack.dtype);
       const proto::AttrValue int32 = MakeAttr(DataType::kInt32);
-      add_const(&src_part, base + "/flat_shape", src_device,
-                Tensor::Vector<int32_t>({-1}));
-      add_const(&src_part, base + "/axis", src_device,
-                Tensor::Scalar<int32_t>(0));
-      std::vector<std::string> flats;
+      // The members, joined without a copy: the transport sends each from
+      // where it lies (core/gathered_tensor.h).
+      std::vector<std::string> values;
       int64_t total = 0;
-      for (size_t i = 0; i < pack.members.size(); ++i) {
-        const Endpoint& e = pack.members[i];
-        const std::string flat = absl::StrCat(base, "/flat_", i);
-        proto::NodeDef* reshape =
-            add(&src_part, flat, "Reshape", src_device,
-                {absl::StrCat(e.node->name(), ":", e.index),
-                 base + "/flat_shape:0"});
-        (*reshape->mutable_attr())["T"] = dtype;
-        (*reshape->mutable_attr())["Tshape"] = int32;
-        flats.push_back(flat + ":0");
+      for (const Endpoint& e : pack.members) {
+        values.push_back(absl::StrCat(e.node->name(), ":", e.index));
         total += e.node->output_shape(e.index).num_elements();
       }
-      flats.push_back(base + "/axis:0");
-      proto::NodeDef* concat =
-          add(&src_part, base + "/concat", "Concat", src_device, flats);
-      (*concat->mutable_attr())["N"] =
+      proto::NodeDef* gather =
+          add(&src_part, base + "/gather", "_GatherPack", src_device, values);
+      (*gather->mutable_attr())["N"] =
           MakeAttr(static_cast<int64_t>(pack.members.size()));
-      (*concat->mutable_attr())["T"] = dtype;
-      (*concat->mutable_attr())["Tidx"] = int32;
+      (*gather->mutable_attr())["T"] = dtype;
 
       const std::string recv = base + "/recv";
-      AddSendRecv(&src_part, base + "/send", base + "/concat:0", &dst_part,
+      AddSendRecv(&src_part, base + "/send", base + "/gather:0", &dst_part,
                   recv, base, pack.dtype, MakeAttr(TensorShape({total})),
                   src_device, dst_device);
       int64_t offset = 0;

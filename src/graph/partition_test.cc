@@ -127,7 +127,7 @@ TEST(PartitionTest, SmallTensorsToOneTaskCrossAsOnePackedTensor) {
   const proto::GraphDef& ps_part = parts->at(kPsTask);
   const proto::GraphDef& worker = parts->at(kWorkerTask);
   EXPECT_EQ(CountOps(ps_part, "_Send"), 2);  // a, b and c packed; big
-  EXPECT_EQ(CountOps(ps_part, "Concat"), 1);
+  EXPECT_EQ(CountOps(ps_part, "_GatherPack"), 1);
   EXPECT_EQ(CountOps(worker, "_Recv"), 2);
   EXPECT_EQ(CountOps(worker, "Slice"), 3);
   for (const auto& [task, def] : *parts) {
@@ -161,13 +161,13 @@ TEST(PartitionTest, PacksAreBoundedInBytes) {
   ASSERT_TRUE(parts.ok()) << parts.status();
   const proto::GraphDef& ps_part = parts->at(kPsTask);
   const proto::GraphDef& worker = parts->at(kWorkerTask);
-  EXPECT_EQ(CountOps(ps_part, "Concat"), 2);
+  EXPECT_EQ(CountOps(ps_part, "_GatherPack"), 2);
   EXPECT_EQ(CountOps(ps_part, "_Send"), 3);  // two packs and `over`
   EXPECT_EQ(CountOps(worker, "Slice"), 6);
   int64_t largest_pack = 0;
   for (const auto& node : ps_part.node()) {
-    if (node.op() != "Concat") continue;
-    largest_pack = std::max<int64_t>(largest_pack, node.input_size() - 1);
+    if (node.op() != "_GatherPack") continue;
+    largest_pack = std::max<int64_t>(largest_pack, node.input_size());
   }
   EXPECT_EQ(largest_pack, 4);
 }
@@ -187,7 +187,7 @@ TEST(PartitionTest, TensorsThatDependOnEachOthersConsumersAreNotPacked) {
   ASSERT_TRUE(parts.ok()) << parts.status();
   const proto::GraphDef& ps_part = parts->at(kPsTask);
   EXPECT_EQ(CountOps(ps_part, "_Send"), 2);
-  EXPECT_EQ(CountOps(ps_part, "Concat"), 0);
+  EXPECT_EQ(CountOps(ps_part, "_GatherPack"), 0);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // _Send and _Recv kernels: hand a tensor to the step's rendezvous, and wait
-// for one from it without holding a thread.
+// for one from it without holding a thread. _GatherPack: joins a packed
+// transfer's tensors without copying them.
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/gathered_tensor.h"
 #include "kernels/kernel_families.h"
 
 namespace distflow {
@@ -76,11 +78,33 @@ class RecvOp : public AsyncOpKernel {
   std::string key_;
 };
 
+// The transport sends the parts from where they lie; the receiver gets them
+// in one buffer and slices them apart (graph/partition.cc).
+class GatherPackOp : public OpKernel {
+ public:
+  explicit GatherPackOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    ctx->SetStatus(ctx->GetAttr("T", &dtype_));
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    std::vector<Tensor> parts;
+    parts.reserve(ctx->num_inputs());
+    for (int i = 0; i < ctx->num_inputs(); ++i) parts.push_back(ctx->input(i));
+    absl::StatusOr<Tensor> packed = GatherTensors(dtype_, std::move(parts));
+    DF_OP_REQUIRES_OK(ctx, packed.status());
+    ctx->set_output(0, *std::move(packed));
+  }
+
+ private:
+  DataType dtype_ = DataType::kInvalid;
+};
+
 }  // namespace
 
 void RegisterSendRecvKernels(KernelRegistry* r) {
   RegisterCpuKernel<SendOp>(r, "_Send");
   RegisterCpuKernel<RecvOp>(r, "_Recv");
+  RegisterCpuKernel<GatherPackOp>(r, "_GatherPack");
 }
 
 }  // namespace distflow

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "core/gathered_tensor.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.pb.h"
@@ -29,6 +30,9 @@ namespace {
 constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
 // The longest the reader sleeps between looks at the pushes' deadlines.
 constexpr int64_t kDeadlineCheckMs = 1000;
+// Pieces per sendmsg: the frame's header and the tensor's ranges (more than
+// this many go in later calls).
+constexpr int kMaxIovecs = 64;
 
 // Waits up to `timeout` (in slices, so that `stop` is seen) for `events` on
 // `fd`; the error when it fails or times out.
@@ -127,16 +131,24 @@ absl::Status DataConnection::Core::WriteFrame(int fd, Queued* push,
                                              bool dont_wait) {
   const size_t head = push->head.size();
   const size_t total = push->size();
-  char* const data = static_cast<char*>(push->value.raw_data());
+  // The tensor's bytes from where they lie (several places for a gathered
+  // tensor: core/gathered_tensor.h).
+  const ByteRanges ranges = TensorByteRanges(push->value);
   while (push->sent < total) {
-    iovec iov[2];
+    iovec iov[kMaxIovecs];
     int count = 0;
     if (push->sent < head) {
       iov[count++] = {push->head.data() + push->sent, head - push->sent};
     }
-    const size_t data_sent = push->sent > head ? push->sent - head : 0;
-    if (total - head > data_sent) {
-      iov[count++] = {data + data_sent, total - head - data_sent};
+    size_t skip = push->sent > head ? push->sent - head : 0;
+    for (size_t i = 0; i < ranges.size() && count < kMaxIovecs; ++i) {
+      if (skip >= ranges[i].size()) {
+        skip -= ranges[i].size();
+        continue;
+      }
+      iov[count++] = {const_cast<char*>(ranges[i].data()) + skip,
+                      ranges[i].size() - skip};
+      skip = 0;
     }
     msghdr message{};
     message.msg_iov = iov;

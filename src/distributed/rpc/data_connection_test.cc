@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/gathered_tensor.h"
 #include "distributed/rpc/data_connection.h"
 #include "distributed/rpc/data_listener.h"
 #include "distributed/rpc/data_socket.h"
@@ -176,6 +177,26 @@ TEST(DataConnectionTest, OverlappingPushesArriveWithTheirBytes) {
     EXPECT_EQ(receiver.StepOf(key), 100 + i);
   }
   EXPECT_EQ(connection->answered(), 8);
+}
+
+// A gathered tensor goes from its parts, more of them than one write takes,
+// and arrives as their elements end to end.
+TEST(DataConnectionTest, GatheredTensorIsWrittenFromItsParts) {
+  Receiver receiver;
+  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady)
+      << connection->failure();
+  std::vector<Tensor> parts;
+  for (int i = 0; i < 150; ++i) {
+    parts.push_back(Pattern(i % 10 == 0 ? 0 : 1000 + 313 * i, 1.0f * i));
+  }
+  absl::StatusOr<Tensor> gathered = GatherTensors(DataType::kFloat, parts);
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  Outcome outcome;
+  ASSERT_TRUE(connection->Push(7, "gathered", *gathered, absl::Seconds(10),
+                               outcome.Callback()));
+  EXPECT_EQ(outcome.Wait(), absl::OkStatus());
+  EXPECT_TRUE(SameValues(receiver.Received("gathered"), *gathered));
 }
 
 TEST(DataConnectionTest, ARefusedPushFailsAloneAndTheConnectionGoesOn) {

@@ -100,6 +100,45 @@ TEST_P(PushPathsTest, LargeTensorsCrossBothWays) {
   }
 }
 
+// Small tensors made on one task and consumed on the other cross as one
+// packed transfer each way, gathered from where they lie on the sender
+// (graph/partition.cc); every member arrives whole, in every step.
+TEST_P(PushPathsTest, PackedTensorsCrossBothWays) {
+  auto tasks = StartTwoTasks(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  Scope worker = root.WithDevice("/job:worker/task:0");
+  std::vector<Output> fetches;
+  std::vector<Tensor> expected;
+  // 300 KiB, 1 element, 100 KiB and 20 KiB of int32s: one pack of 420 KiB
+  // each way, large enough for the same-host path and data connections.
+  for (int32_t n : {76800, 1, 25600, 5120}) {
+    fetches.push_back(
+        ops::Add(worker, ops::Range(ps, 0, n), ops::Range(ps, 0, n)));
+    fetches.push_back(ops::Add(ps, ops::Range(worker, 1, n + 1),
+                               ops::Range(worker, 1, n + 1)));
+    std::vector<int32_t> to_worker(n), to_ps(n);
+    for (int32_t i = 0; i < n; ++i) {
+      to_worker[i] = 2 * i;
+      to_ps[i] = 2 * (i + 1);
+    }
+    expected.push_back(Tensor::Vector<int32_t>(to_worker));
+    expected.push_back(Tensor::Vector<int32_t>(to_ps));
+  }
+  auto session = SessionOn(root, tasks->worker->target());
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int step = 0; step < 5; ++step) {
+    auto out = (*session)->Run(fetches);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (size_t i = 0; i < fetches.size(); ++i) {
+      EXPECT_TRUE((*out)[i].Equals(expected[i]))
+          << "step " << step << ", " << expected[i].NumElements()
+          << " elements " << (i % 2 == 0 ? "to the worker" : "to the ps");
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     SameHostOnOrOff, PushPathsTest,
     ::testing::Values(std::make_tuple(true, true),

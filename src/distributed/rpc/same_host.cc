@@ -20,6 +20,8 @@ namespace {
 // One system call copies at most this much, so that a huge tensor is read in
 // steps that each pin a bounded number of the sender's pages.
 constexpr size_t kMaxBytesPerRead = size_t{64} << 20;
+// Remote ranges per process_vm_readv call (the kernel takes up to IOV_MAX).
+constexpr size_t kMaxRangesPerRead = 64;
 
 std::string ComputeIdentity() {
   std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
@@ -44,14 +46,35 @@ const std::string& SameHostIdentity() {
 
 absl::Status ReadProcessMemory(int64_t pid, uint64_t address, size_t length,
                                void* out) {
+  const RemoteRange range{address, length};
+  return ReadProcessMemory(pid, absl::MakeConstSpan(&range, 1), out);
+}
+
+absl::Status ReadProcessMemory(int64_t pid,
+                               absl::Span<const RemoteRange> ranges,
+                               void* out) {
+  size_t length = 0;
+  for (const RemoteRange& r : ranges) length += r.length;
   char* dst = static_cast<char*>(out);
-  size_t done = 0;
+  // Progress: bytes copied, and the range and offset in it where the next
+  // read starts (a read may stop early, at any byte).
+  size_t done = 0, at = 0, into = 0;
   while (done < length) {
-    const size_t n = std::min(kMaxBytesPerRead, length - done);
+    iovec remote[kMaxRangesPerRead];
+    size_t count = 0, n = 0;
+    for (size_t i = at, skip = into;
+         i < ranges.size() && count < kMaxRangesPerRead && n < kMaxBytesPerRead;
+         ++i, skip = 0) {
+      const size_t take =
+          std::min(ranges[i].length - skip, kMaxBytesPerRead - n);
+      if (take == 0) continue;
+      remote[count++] = {reinterpret_cast<void*>(ranges[i].address + skip),
+                         take};
+      n += take;
+    }
     iovec local{dst + done, n};
-    iovec remote{reinterpret_cast<void*>(address + done), n};
-    const ssize_t got =
-        process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+    const ssize_t got = process_vm_readv(static_cast<pid_t>(pid), &local, 1,
+                                         remote, count, 0);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       const int error = got < 0 ? errno : EFAULT;
@@ -64,6 +87,16 @@ absl::Status ReadProcessMemory(int64_t pid, uint64_t address, size_t length,
                          : ""));
     }
     done += static_cast<size_t>(got);
+    for (size_t left = static_cast<size_t>(got); left > 0;) {
+      const size_t rest = ranges[at].length - into;
+      if (left < rest) {
+        into += left;
+        break;
+      }
+      left -= rest;
+      ++at;
+      into = 0;
+    }
   }
   return absl::OkStatus();
 }

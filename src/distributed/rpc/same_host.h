@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 
 namespace distflow {
 
@@ -33,6 +34,16 @@ const std::string& SameHostIdentity();
 // ESRCH for a pid of another namespace, EFAULT for an unmapped address).
 absl::Status ReadProcessMemory(int64_t pid, uint64_t address, size_t length,
                                void* out);
+
+// The same for bytes that lie in several places in process `pid`: copies
+// each range in turn into `out`, end to end, in as few system calls as the
+// ranges allow.
+struct RemoteRange {
+  uint64_t address = 0;
+  size_t length = 0;
+};
+absl::Status ReadProcessMemory(int64_t pid,
+                               absl::Span<const RemoteRange> ranges, void* out);
 
 }  // namespace distflow
 

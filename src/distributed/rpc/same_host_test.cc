@@ -53,6 +53,26 @@ TEST(SameHostTest, ReadsAnotherProcesssMemory) {
   for (int fd : {ready[0], ready[1], finish[0]}) close(fd);
 }
 
+// Bytes in more places than one system call takes (some empty) arrive end to
+// end and in order.
+TEST(SameHostTest, ManyRangesAreReadEndToEnd) {
+  std::vector<std::vector<char>> pieces;
+  std::vector<RemoteRange> ranges;
+  std::string expected;
+  for (int i = 0; i < 150; ++i) {
+    pieces.emplace_back(i % 10 == 0 ? 0 : 1 + i * 37 % 5000,
+                        static_cast<char>('a' + i % 26));
+  }
+  for (const std::vector<char>& p : pieces) {
+    ranges.push_back({reinterpret_cast<uint64_t>(p.data()), p.size()});
+    expected.append(p.data(), p.size());
+  }
+  std::string out(expected.size(), '\0');
+  absl::Status s = ReadProcessMemory(getpid(), ranges, out.data());
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out, expected);
+}
+
 TEST(SameHostTest, UnreadableMemoryIsFailedPreconditionNamingTheProcess) {
   const pid_t gone = fork();
   ASSERT_GE(gone, 0);

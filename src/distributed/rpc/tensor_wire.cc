@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "core/tensor_coding.h"
+#include "core/gathered_tensor.h"
 #include "distributed/rpc/same_host.h"
 
 namespace distflow {
@@ -154,19 +155,28 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
     return messages;
   }
   const int64_t total = header.total_bytes();
+  // Each chunk's slices point into the tensor's buffer (or, for a gathered
+  // tensor, into its parts' buffers) and keep the tensor referenced.
+  const ByteRanges ranges = TensorByteRanges(value);
+  size_t range = 0, into = 0;  // where the next chunk's bytes start
   int64_t offset = 0;
   do {
     const int64_t n = std::min(chunk_bytes, total - offset);
     header.set_offset(offset);
-    grpc::Slice slices[2] = {FramedHeaderSlice(header), grpc::Slice()};
-    size_t count = 1;
-    if (n > 0) {
-      slices[1] = grpc::Slice(static_cast<char*>(value.raw_data()) + offset,
-                              static_cast<size_t>(n), &ReleaseTensor,
-                              new Tensor(value));
-      count = 2;
+    std::vector<grpc::Slice> slices = {FramedHeaderSlice(header)};
+    for (int64_t left = n; left > 0;) {
+      const size_t take =
+          std::min(static_cast<size_t>(left), ranges[range].size() - into);
+      slices.emplace_back(const_cast<char*>(ranges[range].data()) + into,
+                          take, &ReleaseTensor, new Tensor(value));
+      left -= static_cast<int64_t>(take);
+      into += take;
+      if (into == ranges[range].size()) {
+        ++range;
+        into = 0;
+      }
     }
-    messages.emplace_back(slices, count);
+    messages.emplace_back(slices.data(), slices.size());
     offset += n;
   } while (offset < total);
   return messages;
@@ -178,7 +188,16 @@ grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
   proto::SameHostTensor* where = header.mutable_same_host();
   where->set_host_id(SameHostIdentity());
   where->set_pid(getpid());
-  where->set_address(reinterpret_cast<uint64_t>(value.raw_data()));
+  const ByteRanges ranges = TensorByteRanges(value);
+  if (ranges.size() == 1) {
+    where->set_address(reinterpret_cast<uint64_t>(ranges[0].data()));
+  } else {
+    for (absl::Span<const char> range : ranges) {
+      proto::SameHostRange* r = where->add_ranges();
+      r->set_address(reinterpret_cast<uint64_t>(range.data()));
+      r->set_length(range.size());
+    }
+  }
   grpc::Slice slice = FramedHeaderSlice(header);
   return grpc::ByteBuffer(&slice, 1);
 }
@@ -255,9 +274,25 @@ absl::Status PushAssembler::ReadFromSender(
         where.host_id(), " vs ", SameHostIdentity(), ")");
     return absl::OkStatus();
   }
+  std::vector<RemoteRange> ranges;
+  if (where.ranges().empty()) {
+    ranges.push_back({where.address(), static_cast<size_t>(header.total_bytes())});
+  } else {
+    uint64_t sum = 0;
+    for (const proto::SameHostRange& r : where.ranges()) {
+      ranges.push_back({r.address(), static_cast<size_t>(r.length())});
+      sum += r.length();
+    }
+    if (sum != static_cast<uint64_t>(header.total_bytes())) {
+      return NamingTensor(
+          header, absl::InvalidArgumentError(absl::StrCat(
+                      "its same-host ranges hold ", sum, " bytes, not the ",
+                      header.total_bytes(), " of the tensor")));
+    }
+  }
   DF_ASSIGN_OR_RETURN(Tensor value, NewTensor(dtype, shape));
-  absl::Status read = ReadProcessMemory(where.pid(), where.address(),
-                                        value.TotalBytes(), value.raw_data());
+  absl::Status read =
+      ReadProcessMemory(where.pid(), ranges, value.raw_data());
   if (!read.ok()) {
     out->same_host_refused = std::string(read.message());
     return absl::OkStatus();

@@ -1,6 +1,8 @@
 #include "distributed/rpc/tensor_wire.h"
 
+#include "core/gathered_tensor.h"
 #include "gtest/gtest.h"
+#include "proto/worker.pb.h"
 
 namespace distflow {
 namespace {
@@ -37,6 +39,91 @@ TEST(TensorWireTest, ChunksReassembleInAnyOrder) {
     if (i == 0) result = out->value;
   }
   EXPECT_TRUE(result.Equals(value));
+}
+
+// 1000 int32s 0, 7, 14, ... gathered from parts of 300, 0, 450 and 250.
+Tensor GatheredSevens() {
+  std::vector<Tensor> parts;
+  int32_t next = 0;
+  for (int n : {300, 0, 450, 250}) {
+    std::vector<int32_t> values(n);
+    for (int32_t& v : values) v = 7 * next++;
+    parts.push_back(Tensor::Vector<int32_t>(values));
+  }
+  absl::StatusOr<Tensor> gathered =
+      GatherTensors(DataType::kInt32, std::move(parts));
+  EXPECT_TRUE(gathered.ok()) << gathered.status();
+  return *gathered;
+}
+
+// A gathered tensor's chunks are slices of its parts (a chunk that spans two
+// parts has two slices), and the receiver assembles the elements in order.
+TEST(TensorWireTest, GatheredTensorTravelsFromItsPartsInChunks) {
+  const Tensor value = GatheredSevens();
+  const ByteRanges ranges = TensorByteRanges(value);
+  auto messages = EncodePushTensor(3, "k", value, /*chunk_bytes=*/1024);
+  ASSERT_EQ(messages.size(), 4u);  // ceil(4000 / 1024)
+  std::vector<grpc::Slice> first;
+  ASSERT_TRUE(messages[0].Dump(&first).ok());
+  // Header, the first part (1200 bytes) being more than one chunk.
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(static_cast<const void*>(first[1].begin()), ranges[0].data());
+  std::vector<grpc::Slice> second;
+  ASSERT_TRUE(messages[1].Dump(&second).ok());
+  // Header, the first part's last 176 bytes, then the next part's first 848.
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second[1].size(), 176u);
+  EXPECT_EQ(static_cast<const void*>(second[2].begin()), ranges[1].data());
+  PushAssembler assembler;
+  Tensor result;
+  for (const grpc::ByteBuffer& m : messages) {
+    auto out = assembler.Add(m);
+    ASSERT_TRUE(out.ok()) << out.status();
+    if (out->value.IsInitialized()) result = out->value;
+  }
+  std::vector<int32_t> expected(1000);
+  for (int i = 0; i < 1000; ++i) expected[i] = 7 * i;
+  EXPECT_TRUE(result.Equals(Tensor::Vector<int32_t>(expected)));
+}
+
+// A same-host offer of a gathered tensor lists where each part lies; the
+// receiver (here this very process) reads them end to end.
+TEST(TensorWireTest, GatheredTensorIsReadFromItsPartsOnOneHost) {
+  const Tensor value = GatheredSevens();
+  grpc::ByteBuffer offer = EncodeSameHostPush(4, "k", value);
+  PushAssembler assembler;
+  auto out = assembler.Add(offer);
+  ASSERT_TRUE(out.ok()) << out.status();
+  if (!out->same_host_refused.empty()) {
+    GTEST_SKIP() << "this process cannot read itself: "
+                 << out->same_host_refused;
+  }
+  EXPECT_TRUE(out->same_host);
+  std::vector<int32_t> expected(1000);
+  for (int i = 0; i < 1000; ++i) expected[i] = 7 * i;
+  EXPECT_TRUE(out->value.Equals(Tensor::Vector<int32_t>(expected)));
+}
+
+// Ranges that do not add up to the tensor's size are a malformed message,
+// named by its key; nothing is read.
+TEST(TensorWireTest, SameHostRangesOfTheWrongLengthAreRefused) {
+  const Tensor value = GatheredSevens();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(EncodeSameHostPush(5, "bad", value).Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  proto::PushTensorHeader header;
+  ASSERT_TRUE(header.ParseFromString(bytes.substr(4)));
+  ASSERT_EQ(header.same_host().ranges_size(), 3);
+  header.mutable_same_host()->mutable_ranges(2)->set_length(8);
+  grpc::Slice framed = FramedHeaderSlice(header);
+  PushAssembler assembler;
+  auto out = assembler.Add(grpc::ByteBuffer(&framed, 1));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("PushTensor 'bad'"), std::string::npos)
+      << out.status();
 }
 
 TEST(TensorWireTest, StringTensorsAndEmptyTensorsTravel) {
