@@ -5,8 +5,9 @@
 // between-graph training step of a small network moves each bias, and each
 // small weight, from the ps and its gradient back. The partitioner
 // (graph/partition.h) joins the small tensors that go from one task to
-// another into one tensor (flattened and concatenated on the sender, sliced
-// and reshaped on the receiver) following this plan.
+// another into one transfer following this plan: gathered on the sender
+// without a copy (core/gathered_tensor.h), received into one buffer, sliced
+// and reshaped.
 #ifndef DISTFLOW_GRAPH_EDGE_PACKING_H_
 #define DISTFLOW_GRAPH_EDGE_PACKING_H_
 
@@ -23,13 +24,14 @@ namespace distflow {
 // Tensors of at most this many bytes are packed, into packs of at most
 // kMaxPackBytes (a tensor that would overflow a pack starts another).
 //
-// A packed tensor costs its sender one more copy (the concatenation; the
-// receiver's slices are views), and saves a transfer of its own: a message,
-// its answer and the wake-ups of both tasks. For an MLP of 0.94 MB, whose
-// 784x256 weights (0.78 MiB) and their gradients now cross with the rest
-// (one transfer each way), a 1 ps + 1 worker step took less CPU in 6 of 8
-// alternating runs (median 3.86 against 4.10 ms of both tasks' CPU) than
-// with only the tensors of up to 64 KiB packed. Bulk data is another
+// A packed tensor saves a transfer of its own: a message, its answer and
+// the wake-ups of both tasks. It costs no copy: the sender's transport reads
+// each member where it lies, and the receiver's slices are views. For an
+// MLP of 0.94 MB, whose 784x256 weights (0.78 MiB) and their gradients cross
+// with the rest (one transfer each way), a 1 ps + 1 worker step took less
+// CPU in 6 of 8 alternating runs (median 3.86 against 4.10 ms of both tasks'
+// CPU) than with only the tensors of up to 64 KiB packed, when packing still
+// cost the sender a concatenation. Bulk data is another
 // matter: eight 1 MiB tensors each way in packs of 4 MiB made 88-119 steps/s
 // over TCP against 123-149 with a transfer each (those overlap). With packs
 // of at most 1 MiB, a 1 MiB tensor crosses alone and smaller ones in
