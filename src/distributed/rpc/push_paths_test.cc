@@ -57,6 +57,43 @@ absl::StatusOr<TwoTasks> StartTwoTasks(bool ps_same_host,
   return tasks;
 }
 
+// For each n of `sizes`, an int32 range of n elements made on each task is
+// doubled on the other (so its bytes cross there) and fetched from there;
+// runs `steps` steps (later ones take the paths the first settled on, into
+// reused buffers) and checks that every element arrives.
+void ExpectRangesCrossBothWays(TwoTasks* tasks,
+                               const std::vector<int32_t>& sizes, int steps) {
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  Scope worker = root.WithDevice("/job:worker/task:0");
+  std::vector<Output> fetches;
+  std::vector<Tensor> expected;
+  for (int32_t n : sizes) {
+    fetches.push_back(
+        ops::Add(worker, ops::Range(ps, 0, n), ops::Range(ps, 0, n)));
+    fetches.push_back(ops::Add(ps, ops::Range(worker, 1, n + 1),
+                               ops::Range(worker, 1, n + 1)));
+    std::vector<int32_t> to_worker(n), to_ps(n);
+    for (int32_t i = 0; i < n; ++i) {
+      to_worker[i] = 2 * i;
+      to_ps[i] = 2 * (i + 1);
+    }
+    expected.push_back(Tensor::Vector<int32_t>(to_worker));
+    expected.push_back(Tensor::Vector<int32_t>(to_ps));
+  }
+  auto session = SessionOn(root, tasks->worker->target());
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int step = 0; step < steps; ++step) {
+    auto out = (*session)->Run(fetches);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (size_t i = 0; i < fetches.size(); ++i) {
+      EXPECT_TRUE((*out)[i].Equals(expected[i]))
+          << "step " << step << ", " << expected[i].NumElements()
+          << " elements " << (i % 2 == 0 ? "to the worker" : "to the ps");
+    }
+  }
+}
+
 // (ps offers/reads same-host, worker offers/reads same-host)
 class PushPathsTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
 };
@@ -106,37 +143,9 @@ TEST_P(PushPathsTest, LargeTensorsCrossBothWays) {
 TEST_P(PushPathsTest, PackedTensorsCrossBothWays) {
   auto tasks = StartTwoTasks(std::get<0>(GetParam()), std::get<1>(GetParam()));
   ASSERT_TRUE(tasks.ok()) << tasks.status();
-  Scope root = Scope::NewRootScope();
-  Scope ps = root.WithDevice("/job:ps/task:0");
-  Scope worker = root.WithDevice("/job:worker/task:0");
-  std::vector<Output> fetches;
-  std::vector<Tensor> expected;
   // 300 KiB, 1 element, 100 KiB and 20 KiB of int32s: one pack of 420 KiB
   // each way, large enough for the same-host path and data connections.
-  for (int32_t n : {76800, 1, 25600, 5120}) {
-    fetches.push_back(
-        ops::Add(worker, ops::Range(ps, 0, n), ops::Range(ps, 0, n)));
-    fetches.push_back(ops::Add(ps, ops::Range(worker, 1, n + 1),
-                               ops::Range(worker, 1, n + 1)));
-    std::vector<int32_t> to_worker(n), to_ps(n);
-    for (int32_t i = 0; i < n; ++i) {
-      to_worker[i] = 2 * i;
-      to_ps[i] = 2 * (i + 1);
-    }
-    expected.push_back(Tensor::Vector<int32_t>(to_worker));
-    expected.push_back(Tensor::Vector<int32_t>(to_ps));
-  }
-  auto session = SessionOn(root, tasks->worker->target());
-  ASSERT_TRUE(session.ok()) << session.status();
-  for (int step = 0; step < 5; ++step) {
-    auto out = (*session)->Run(fetches);
-    ASSERT_TRUE(out.ok()) << out.status();
-    for (size_t i = 0; i < fetches.size(); ++i) {
-      EXPECT_TRUE((*out)[i].Equals(expected[i]))
-          << "step " << step << ", " << expected[i].NumElements()
-          << " elements " << (i % 2 == 0 ? "to the worker" : "to the ps");
-    }
-  }
+  ExpectRangesCrossBothWays(&*tasks, {76800, 1, 25600, 5120}, /*steps=*/5);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -159,38 +168,10 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(PushPathsTest, TensorsAroundHugePageSizesCrossIntact) {
   auto tasks = StartTwoTasks(/*ps_same_host=*/true, /*worker_same_host=*/true);
   ASSERT_TRUE(tasks.ok()) << tasks.status();
-  Scope root = Scope::NewRootScope();
-  Scope ps = root.WithDevice("/job:ps/task:0");
-  Scope worker = root.WithDevice("/job:worker/task:0");
-  std::vector<Output> fetches;
-  std::vector<Tensor> expected;
-  for (int32_t n : {(1 << 20) / 4 - 1, (1 << 20) / 4 + 3, (3 << 20) / 4 + 5,
-                    (5 << 20) / 8 + 7}) {
-    // Made on one task, doubled on the other (so the bytes cross there), and
-    // fetched from there.
-    fetches.push_back(
-        ops::Add(worker, ops::Range(ps, 0, n), ops::Range(ps, 0, n)));
-    fetches.push_back(ops::Add(ps, ops::Range(worker, 1, n + 1),
-                               ops::Range(worker, 1, n + 1)));
-    std::vector<int32_t> to_worker(n), to_ps(n);
-    for (int32_t i = 0; i < n; ++i) {
-      to_worker[i] = 2 * i;
-      to_ps[i] = 2 * (i + 1);
-    }
-    expected.push_back(Tensor::Vector<int32_t>(to_worker));
-    expected.push_back(Tensor::Vector<int32_t>(to_ps));
-  }
-  auto session = SessionOn(root, tasks->worker->target());
-  ASSERT_TRUE(session.ok()) << session.status();
-  for (int step = 0; step < 2; ++step) {
-    auto out = (*session)->Run(fetches);
-    ASSERT_TRUE(out.ok()) << out.status();
-    for (size_t i = 0; i < fetches.size(); ++i) {
-      EXPECT_TRUE((*out)[i].Equals(expected[i]))
-          << "step " << step << ", " << expected[i].NumElements()
-          << " elements " << (i % 2 == 0 ? "to the worker" : "to the ps");
-    }
-  }
+  ExpectRangesCrossBothWays(&*tasks,
+                            {(1 << 20) / 4 - 1, (1 << 20) / 4 + 3,
+                             (3 << 20) / 4 + 5, (5 << 20) / 8 + 7},
+                            /*steps=*/2);
 }
 
 // A buffer that says when it is freed.
