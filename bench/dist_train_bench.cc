@@ -9,7 +9,8 @@
 //    worker averaged per global step) against the PyTorch ps averaging both
 //    trainers' gradients per step;
 //  - the cost of distribution: 1 ps + 1 worker against one process training
-//    the same model at the same batch size.
+//    the same model at the same batch size, the worker with as many threads
+//    as the one process (--local_threads).
 // A setup's examples/sec is the sum of its workers' rates over their
 // measured steps (after a warm-up), on both sides; each side runs --repeats
 // times, alternating with the other, and its best run counts.
@@ -53,9 +54,11 @@ constexpr int64_t kBatches = 50;  // the same 50 batches as the peer, cycled
 struct Config {
   int64_t steps = 300;  // measured steps per worker
   int64_t warmup = 30;
-  int worker_threads = 1;  // of each worker's server
+  int worker_threads = 1;  // of each worker's server (1 ps + 2 workers)
   int ps_threads = 1;
-  int local_threads = 2;  // of the single-process session
+  // Of the single-process session, and of the worker's server that replaces
+  // it in the cost row.
+  int local_threads = 2;
   int repeats = 2;        // alternating runs of each side; the best counts
   bool sync = false;      // of a worker process: SyncReplicasOptimizer
   int ps_pid = 0;         // of a worker process: the ps task, for its CPU time
@@ -295,8 +298,10 @@ std::string SelfPath() {
   return n > 0 ? std::string(path, n) : "dist_train_bench";
 }
 
-// distflow with one ps and `workers` workers, each a process.
-absl::StatusOr<double> Distflow(int workers, bool sync, const Config& config) {
+// distflow with one ps and `workers` workers, each a process whose server
+// has `worker_threads` threads per pool.
+absl::StatusOr<double> Distflow(int workers, bool sync, int worker_threads,
+                                const Config& config) {
   const std::string self = SelfPath();
   const std::string ps = absl::StrCat("127.0.0.1:", bench::PickFreePort());
   std::vector<std::string> hosts;
@@ -310,7 +315,7 @@ absl::StatusOr<double> Distflow(int workers, bool sync, const Config& config) {
   const std::string common = absl::StrCat(
       " --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
       " --steps=", config.steps, " --warmup=", config.warmup,
-      " --worker_threads=", config.worker_threads, sync ? " --sync" : "",
+      " --worker_threads=", worker_threads, sync ? " --sync" : "",
       " --ps_threads=", config.ps_threads, " --ps_pid=", ps_task.pid());
   std::vector<std::unique_ptr<FILE, int (*)(FILE*)>> pipes;
   for (int i = 0; i < workers; ++i) {
@@ -399,7 +404,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--ps_threads", config.ps_threads)->check(CLI::Range(1, 64));
   app.add_option("--local_threads", config.local_threads,
-                 "threads of the single-process session (cost row)")
+                 "threads of the single-process session, and of the worker "
+                 "that replaces it (cost row)")
       ->check(CLI::Range(1, 64));
   app.add_option("--rows", config.rows,
                  "comparisons to run, of async,cost,sync (cost: 1 ps + 1 "
@@ -450,19 +456,22 @@ int main(int argc, char** argv) {
   bool ok = true;
   if (wanted("async")) {
     ok &= CompareRow(
-        "1 ps + 2 workers, async", [&] { return Distflow(2, false, config); },
+        "1 ps + 2 workers, async",
+        [&] { return Distflow(2, false, config.worker_threads, config); },
         "PyTorch RPC ps, async",
         [&] { return Torch(2, /*sync=*/false, config); }, config.repeats);
   }
   if (wanted("cost")) {
     ok &= CompareRow(
-        "1 ps + 1 worker", [&] { return Distflow(1, false, config); },
+        "1 ps + 1 worker",
+        [&] { return Distflow(1, false, config.local_threads, config); },
         "distflow, one process", [&] { return SingleProcess(*data, config); },
         config.repeats);
   }
   if (wanted("sync")) {
     ok &= CompareRow(
-        "1 ps + 2 workers, sync", [&] { return Distflow(2, true, config); },
+        "1 ps + 2 workers, sync",
+        [&] { return Distflow(2, true, config.worker_threads, config); },
         "PyTorch RPC ps, sync", [&] { return Torch(2, /*sync=*/true, config); },
         config.repeats);
   }

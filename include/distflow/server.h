@@ -23,6 +23,14 @@ struct ServerOptions {
   int inter_op_threads = 0;
   // Threads one op may use (0: one per core).
   int intra_op_threads = 0;
+  // Whether the task's threads poll for work for a while when they run out
+  // of it, before they sleep (as a local session's do). Off by default: a
+  // task's work comes after network waits (the tensors of other tasks, the
+  // next step's call), which polling rarely bridges, and a polling thread
+  // takes a core from the other tasks of its machine. On two cores shared by
+  // a ps and a worker, sleeping at once trained 7-22% faster with two threads
+  // per pool (docs/benchmarks.md, "Threads that sleep when idle").
+  bool spin_idle_threads = false;
   // Deadline of control calls to other tasks (register, abort, ...).
   int64_t rpc_timeout_ms = 30'000;
   // Deadline of one step on one task, and of one tensor transfer.

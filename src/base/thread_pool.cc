@@ -26,10 +26,11 @@ struct FlushingThreadEnvironment : Eigen::StlThreadEnvironment {
 
 }  // namespace
 
-ThreadPool::ThreadPool(std::string name, int num_threads)
+ThreadPool::ThreadPool(std::string name, int num_threads, IdleWait idle_wait)
     : name_(std::move(name)),
       pool_(std::make_unique<Eigen::ThreadPoolTempl<FlushingThreadEnvironment>>(
-          std::max(1, num_threads))) {
+          std::max(1, num_threads),
+          /*allow_spinning=*/idle_wait == IdleWait::kSpinThenSleep)) {
   device_ = std::make_unique<Eigen::ThreadPoolDevice>(pool_.get(),
                                                       pool_->NumThreads());
 }

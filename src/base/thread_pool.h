@@ -16,9 +16,21 @@ namespace distflow {
 
 class ThreadPool {
  public:
+  // How a thread with nothing to do waits for work.
+  enum class IdleWait {
+    // Polls the queues for a while before it sleeps: work that comes soon
+    // after (the next op of a step) starts without a wake-up.
+    kSpinThenSleep,
+    // Sleeps at once: an idle pool leaves the cores to other threads and
+    // processes (work that comes after a network wait, cores shared with
+    // other tasks).
+    kSleep,
+  };
+
   // Starts `num_threads` threads (at least one). `name` appears in error
   // messages only.
-  ThreadPool(std::string name, int num_threads);
+  ThreadPool(std::string name, int num_threads,
+             IdleWait idle_wait = IdleWait::kSpinThenSleep);
   // Waits for every scheduled closure to finish, then joins the threads.
   ~ThreadPool();
 

@@ -1,6 +1,10 @@
 #include "base/thread_pool.h"
 
+#include <time.h>
+
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/blocking_counter.h"
@@ -32,6 +36,41 @@ TEST(ThreadPoolTest, ParallelForCoversRangeExactlyOnce) {
     for (int64_t i = begin; i < end; ++i) hits[i]++;
   });
   for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+// Seconds of CPU time of the clock `clock`.
+double CpuSeconds(clockid_t clock) {
+  timespec t;
+  clock_gettime(clock, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+// CPU time the pool's threads spend per closure when each closure comes
+// after the pool has gone idle (1 ms after the last one ended).
+double PoolCpuPerIdleStart(ThreadPool::IdleWait idle_wait) {
+  ThreadPool pool("test", 2, idle_wait);
+  constexpr int kClosures = 200;
+  const double process = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+  const double self = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+  for (int i = 0; i < kClosures; ++i) {
+    std::atomic<bool> ran{false};
+    pool.Schedule([&ran] { ran = true; });
+    while (!ran) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const double others = (CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process) -
+                        (CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - self);
+  return others / kClosures;
+}
+
+// A pool that sleeps when idle leaves the core alone between closures; one
+// that spins first polls for a while after each (Eigen's pool: tens of
+// microseconds).
+TEST(ThreadPoolTest, APoolThatSleepsWhenIdleSpendsLessCpuBetweenClosures) {
+  const double spins = PoolCpuPerIdleStart(ThreadPool::IdleWait::kSpinThenSleep);
+  const double sleeps = PoolCpuPerIdleStart(ThreadPool::IdleWait::kSleep);
+  EXPECT_LT(sleeps, spins / 2) << "CPU seconds per closure: sleeping pool "
+                               << sleeps << ", spinning pool " << spins;
 }
 
 TEST(ThreadPoolTest, ParallelForOfNothingCallsNothing) {

@@ -58,6 +58,11 @@ bool IsLoopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
 }
 
+ThreadPool::IdleWait IdleWaitOf(const ServerOptions& options) {
+  return options.spin_idle_threads ? ThreadPool::IdleWait::kSpinThenSleep
+                                   : ThreadPool::IdleWait::kSleep;
+}
+
 }  // namespace
 
 GrpcServer::GrpcServer(ClusterMap cluster, std::string job_name, int task_index,
@@ -66,9 +71,11 @@ GrpcServer::GrpcServer(ClusterMap cluster, std::string job_name, int task_index,
       task_index_(task_index),
       task_name_(TaskName(job_name_, task_index)),
       options_(options),
-      inter_op_pool_("inter_op", ThreadsOr(options.inter_op_threads)),
-      intra_op_pool_("intra_op", ThreadsOr(options.intra_op_threads)),
-      master_pool_("master", kMasterThreads),
+      inter_op_pool_("inter_op", ThreadsOr(options.inter_op_threads),
+                     IdleWaitOf(options)),
+      intra_op_pool_("intra_op", ThreadsOr(options.intra_op_threads),
+                     IdleWaitOf(options)),
+      master_pool_("master", kMasterThreads, IdleWaitOf(options)),
       cluster_(std::move(cluster)) {}
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
