@@ -23,14 +23,18 @@ struct ServerOptions {
   int inter_op_threads = 0;
   // Threads one op may use (0: one per core).
   int intra_op_threads = 0;
-  // Whether the task's threads poll for work for a while when they run out
-  // of it, before they sleep (as a local session's do). Off by default: a
-  // task's work comes after network waits (the tensors of other tasks, the
-  // next step's call), which polling rarely bridges, and a polling thread
-  // takes a core from the other tasks of its machine. On two cores shared by
-  // a ps and a worker, sleeping at once trained 7-22% faster with two threads
-  // per pool (docs/benchmarks.md, "Threads that sleep when idle").
-  bool spin_idle_threads = false;
+  // How the task's threads wait when they run out of work. Polling for a
+  // while before they sleep (as a local session's threads do) starts work
+  // that comes soon after without a wake-up; sleeping at once leaves the
+  // cores to other processes. A task's work mostly comes after network waits
+  // (other tasks' tensors, the next step's call), which polling rarely
+  // bridges, and a polling thread takes a core from the tasks it shares the
+  // machine with: on two cores, a ps and a worker trained 7-22% faster with
+  // sleeping threads (docs/benchmarks.md, "Threads that sleep when idle").
+  // kAuto sleeps when another task of the cluster has this task's host, and
+  // polls otherwise.
+  enum class IdleThreads { kAuto, kPoll, kSleep };
+  IdleThreads idle_threads = IdleThreads::kAuto;
   // Deadline of control calls to other tasks (register, abort, ...).
   int64_t rpc_timeout_ms = 30'000;
   // Deadline of one step on one task, and of one tensor transfer.

@@ -12,6 +12,7 @@
 #include "distflow/distflow.h"
 #include "distflow/server.h"
 #include "distributed/rpc/grpc_remote_worker.h"
+#include "distributed/rpc/grpc_server.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
@@ -506,6 +507,35 @@ TEST(DistributedRuntimeTest, PsStoppedMidStepIsAnErrorNamingIt) {
   EXPECT_THAT(status.ToString(), HasSubstr(task));
   EXPECT_THAT(status.ToString(), HasSubstr(address));
   EXPECT_THAT(status.ToString(), HasSubstr("stop"));
+}
+
+// A task's threads sleep when idle if another task shares its host (they
+// would take its cores by polling), and poll first otherwise, unless the
+// options say which.
+TEST(DistributedRuntimeTest, TasksSharingAHostSleepWhenIdle) {
+  using Wait = ThreadPool::IdleWait;
+  const ServerOptions automatic;
+  const ClusterMap one_host = {{"ps", {"127.0.0.1:2222"}},
+                               {"worker", {"localhost:2223"}}};
+  EXPECT_EQ(IdleWaitOfTask(automatic, one_host, "ps", 0), Wait::kSleep);
+  EXPECT_EQ(IdleWaitOfTask(automatic, one_host, "worker", 0), Wait::kSleep);
+  const ClusterMap own_hosts = {{"ps", {"ps0.example:2222"}},
+                                {"worker", {"w0.example:2222", "w1.example:2222"}}};
+  EXPECT_EQ(IdleWaitOfTask(automatic, own_hosts, "worker", 1),
+            Wait::kSpinThenSleep);
+  const ClusterMap shared_worker_host = {
+      {"ps", {"ps0.example:2222"}},
+      {"worker", {"w0.example:2222", "w0.example:2223"}}};
+  EXPECT_EQ(IdleWaitOfTask(automatic, shared_worker_host, "ps", 0),
+            Wait::kSpinThenSleep);
+  EXPECT_EQ(IdleWaitOfTask(automatic, shared_worker_host, "worker", 1),
+            Wait::kSleep);
+  ServerOptions poll;
+  poll.idle_threads = ServerOptions::IdleThreads::kPoll;
+  EXPECT_EQ(IdleWaitOfTask(poll, one_host, "ps", 0), Wait::kSpinThenSleep);
+  ServerOptions sleep;
+  sleep.idle_threads = ServerOptions::IdleThreads::kSleep;
+  EXPECT_EQ(IdleWaitOfTask(sleep, own_hosts, "ps", 0), Wait::kSleep);
 }
 
 }  // namespace

@@ -58,12 +58,36 @@ bool IsLoopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]";
 }
 
-ThreadPool::IdleWait IdleWaitOf(const ServerOptions& options) {
-  return options.spin_idle_threads ? ThreadPool::IdleWait::kSpinThenSleep
-                                   : ThreadPool::IdleWait::kSleep;
-}
-
 }  // namespace
+
+ThreadPool::IdleWait IdleWaitOfTask(const ServerOptions& options,
+                                    const ClusterMap& cluster,
+                                    const std::string& job_name,
+                                    int task_index) {
+  switch (options.idle_threads) {
+    case ServerOptions::IdleThreads::kPoll:
+      return ThreadPool::IdleWait::kSpinThenSleep;
+    case ServerOptions::IdleThreads::kSleep:
+      return ThreadPool::IdleWait::kSleep;
+    case ServerOptions::IdleThreads::kAuto:
+      break;
+  }
+  // Two loopback names are one host; otherwise hosts are compared as
+  // written (a host named two ways counts as two: it then polls, as before).
+  auto host_of = [](const std::string& address) {
+    const std::string host = HostOfAddress(address);
+    return IsLoopback(host) || host == "::1" ? std::string("localhost") : host;
+  };
+  const std::string& own = cluster.at(job_name).at(task_index);
+  const std::string host = host_of(own);
+  for (const auto& [job, addresses] : cluster) {
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      if (job == job_name && static_cast<int>(i) == task_index) continue;
+      if (host_of(addresses[i]) == host) return ThreadPool::IdleWait::kSleep;
+    }
+  }
+  return ThreadPool::IdleWait::kSpinThenSleep;
+}
 
 GrpcServer::GrpcServer(ClusterMap cluster, std::string job_name, int task_index,
                        const ServerOptions& options)
@@ -71,11 +95,12 @@ GrpcServer::GrpcServer(ClusterMap cluster, std::string job_name, int task_index,
       task_index_(task_index),
       task_name_(TaskName(job_name_, task_index)),
       options_(options),
+      idle_wait_(IdleWaitOfTask(options, cluster, job_name_, task_index)),
       inter_op_pool_("inter_op", ThreadsOr(options.inter_op_threads),
-                     IdleWaitOf(options)),
+                     idle_wait_),
       intra_op_pool_("intra_op", ThreadsOr(options.intra_op_threads),
-                     IdleWaitOf(options)),
-      master_pool_("master", kMasterThreads, IdleWaitOf(options)),
+                     idle_wait_),
+      master_pool_("master", kMasterThreads, idle_wait_),
       cluster_(std::move(cluster)) {}
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(

@@ -21,6 +21,14 @@
 
 namespace distflow {
 
+// How the threads of task `task_index` of `job_name` wait for work, by
+// `options.idle_threads` (kAuto: they sleep at once when another task of
+// `cluster` runs on the same host, loopback names counting as one).
+ThreadPool::IdleWait IdleWaitOfTask(const ServerOptions& options,
+                                    const ClusterMap& cluster,
+                                    const std::string& job_name,
+                                    int task_index);
+
 class GrpcServer : public Server {
  public:
   // As Server::Create, from job name -> addresses.
@@ -66,6 +74,8 @@ class GrpcServer : public Server {
   std::string host_;
   int port_ = 0;
 
+  // How the pools' idle threads wait (IdleWaitOfTask).
+  const ThreadPool::IdleWait idle_wait_;
   ThreadPool inter_op_pool_;
   ThreadPool intra_op_pool_;
   ThreadPool master_pool_;
