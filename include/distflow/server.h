@@ -29,8 +29,10 @@ struct ServerOptions {
   // cores to other processes. A task's work mostly comes after network waits
   // (other tasks' tensors, the next step's call), which polling rarely
   // bridges, and a polling thread takes a core from the tasks it shares the
-  // machine with: on two cores, a ps and a worker trained 7-22% faster with
-  // sleeping threads (docs/benchmarks.md, "Threads that sleep when idle").
+  // machine with: on two cores shared by a ps and a worker, a worker with two
+  // sleeping threads trained 7-22% faster than one with a polling thread, and
+  // two polling threads were no faster than one (docs/benchmarks.md,
+  // "Threads that sleep when idle").
   // kAuto sleeps when another task of the cluster has this task's host, and
   // polls otherwise.
   enum class IdleThreads { kAuto, kPoll, kSleep };
