@@ -73,7 +73,7 @@ ThreadPool::IdleWait IdleWaitOfTask(const ServerOptions& options,
       break;
   }
   // Two loopback names are one host; otherwise hosts are compared as
-  // written (a host named two ways counts as two: it then polls, as before).
+  // written (a host named two ways counts as two, and its tasks poll).
   auto host_of = [](const std::string& address) {
     const std::string host = HostOfAddress(address);
     return IsLoopback(host) || host == "::1" ? std::string("localhost") : host;
