@@ -44,7 +44,10 @@ class GrpcWorkerService : public AsyncService {
                     std::shared_ptr<RecvBufferPool> pool,
                     LazyDataListener* data_listener)
       : worker_(worker),
-        assembler_(std::move(pool), same_host_reads),
+        // Large same-host reads are split across the task's intra-op
+        // threads, which are idle while the step waits for the tensor.
+        assembler_(std::move(pool), same_host_reads,
+                   worker->device()->intra_op_pool()),
         data_listener_(data_listener) {
     Forward(&get_status_, &Service::RequestGetStatus, &Worker::GetStatusAsync);
     Forward(&register_graph_, &Service::RequestRegisterGraph,

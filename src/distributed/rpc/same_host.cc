@@ -5,13 +5,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "distributed/rpc/grpc_util.h"
 
 namespace distflow {
@@ -22,6 +25,9 @@ namespace {
 constexpr size_t kMaxBytesPerRead = size_t{64} << 20;
 // Remote ranges per process_vm_readv call (the kernel takes up to IOV_MAX).
 constexpr size_t kMaxRangesPerRead = 64;
+// A read is split across threads only into parts of at least this many
+// bytes: a smaller part copies in less time than waking a thread takes.
+constexpr size_t kMinBytesPerPart = size_t{256} << 10;
 
 std::string ComputeIdentity() {
   std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
@@ -99,6 +105,77 @@ absl::Status ReadProcessMemory(int64_t pid,
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<RemoteRange> SubRanges(absl::Span<const RemoteRange> ranges,
+                                   size_t begin, size_t end) {
+  std::vector<RemoteRange> out;
+  size_t at = 0;  // where the current range starts
+  for (const RemoteRange& r : ranges) {
+    const size_t from = std::max(begin, at), to = std::min(end, at + r.length);
+    if (from < to) out.push_back({r.address + (from - at), to - from});
+    at += r.length;
+    if (at >= end) break;
+  }
+  return out;
+}
+
+absl::Status ReadProcessMemory(int64_t pid,
+                               absl::Span<const RemoteRange> ranges, void* out,
+                               ThreadPool* helpers) {
+  size_t length = 0;
+  for (const RemoteRange& r : ranges) length += r.length;
+  const size_t parts =
+      helpers == nullptr
+          ? 1
+          : std::min({static_cast<size_t>(helpers->NumThreads()) + 1,
+                      static_cast<size_t>(ThreadPool::HardwareThreads()),
+                      length / kMinBytesPerPart});
+  if (parts <= 1) return ReadProcessMemory(pid, ranges, out);
+
+  // Every participant (this thread and each helper) claims parts until none
+  // is left, so a helper that starts late (its pool busy with other work)
+  // finds nothing to do and this thread reads the rest itself: the read is
+  // never held up by the pool. Part i is bytes [i * length / parts,
+  // (i + 1) * length / parts). The state is shared: a late helper may run
+  // after this call has returned, and then touches only `next`.
+  struct Split {
+    std::vector<RemoteRange> ranges;
+    char* out;
+    size_t length, parts;
+    std::atomic<size_t> next{0};
+    absl::Mutex mu;
+    size_t finished ABSL_GUARDED_BY(mu) = 0;
+    absl::Status first_error ABSL_GUARDED_BY(mu);
+  };
+  auto split = std::make_shared<Split>();
+  split->ranges.assign(ranges.begin(), ranges.end());
+  split->out = static_cast<char*>(out);
+  split->length = length;
+  split->parts = parts;
+  auto claim_parts = [pid](Split* s) {
+    for (size_t i; (i = s->next.fetch_add(1)) < s->parts;) {
+      const size_t begin = i * s->length / s->parts;
+      const size_t end = (i + 1) * s->length / s->parts;
+      absl::Status read = ReadProcessMemory(
+          pid, SubRanges(s->ranges, begin, end), s->out + begin);
+      absl::MutexLock lock(&s->mu);
+      if (s->first_error.ok()) s->first_error = read;
+      ++s->finished;
+    }
+  };
+  for (size_t i = 1; i < parts; ++i) {
+    helpers->Schedule([split, claim_parts] { claim_parts(split.get()); });
+  }
+  claim_parts(split.get());
+  // Every part is claimed now; wait for those that helpers still read.
+  absl::MutexLock lock(&split->mu);
+  split->mu.Await(absl::Condition(
+      +[](Split* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+        return s->finished == s->parts;
+      },
+      split.get()));
+  return split->first_error;
 }
 
 }  // namespace distflow

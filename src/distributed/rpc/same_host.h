@@ -9,9 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "base/thread_pool.h"
 
 namespace distflow {
 
@@ -44,6 +46,18 @@ struct RemoteRange {
 };
 absl::Status ReadProcessMemory(int64_t pid,
                                absl::Span<const RemoteRange> ranges, void* out);
+
+// The same, split across `helpers` and the calling thread when the bytes are
+// many: one core copies memory at a fraction of what the machine can, and
+// the sender's task, waiting for this one, leaves its cores idle. Reads on
+// this thread alone when `helpers` is null or the bytes are few.
+absl::Status ReadProcessMemory(int64_t pid,
+                               absl::Span<const RemoteRange> ranges, void* out,
+                               ThreadPool* helpers);
+
+// The part of `ranges` (laid end to end) from byte `begin` to byte `end`.
+std::vector<RemoteRange> SubRanges(absl::Span<const RemoteRange> ranges,
+                                   size_t begin, size_t end);
 
 }  // namespace distflow
 

@@ -5,12 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "base/thread_pool.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -71,6 +75,91 @@ TEST(SameHostTest, ManyRangesAreReadEndToEnd) {
   absl::Status s = ReadProcessMemory(getpid(), ranges, out.data());
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(out, expected);
+}
+
+TEST(SameHostTest, SubRangesCutAcrossRangeBoundaries) {
+  const std::vector<RemoteRange> ranges = {
+      {1000, 10}, {2000, 0}, {3000, 5}, {4000, 20}};
+  auto cut = [&](size_t begin, size_t end) {
+    std::string out;
+    for (const RemoteRange& r : SubRanges(ranges, begin, end)) {
+      absl::StrAppend(&out, r.address, "+", r.length, " ");
+    }
+    return out;
+  };
+  EXPECT_EQ(cut(0, 35), "1000+10 3000+5 4000+20 ");
+  EXPECT_EQ(cut(8, 17), "1008+2 3000+5 4000+2 ");
+  EXPECT_EQ(cut(10, 15), "3000+5 ");
+  EXPECT_EQ(cut(12, 13), "3002+1 ");
+  EXPECT_EQ(cut(34, 35), "4019+1 ");
+  EXPECT_EQ(cut(7, 7), "");
+}
+
+// Pieces of many sizes, laid end to end: several megabytes, so that the
+// read is split into parts that cut through pieces.
+struct ScatteredBytes {
+  ScatteredBytes() {
+    for (int i = 0; i < 60; ++i) {
+      pieces.emplace_back(i % 7 == 0 ? 0 : 1 + i * 104729 % 150000,
+                          static_cast<char>('a' + i % 26));
+      if (!pieces.back().empty()) {
+        pieces.back().back() = static_cast<char>('A' + i % 26);
+      }
+    }
+    for (const std::vector<char>& p : pieces) {
+      ranges.push_back({reinterpret_cast<uint64_t>(p.data()), p.size()});
+      expected.append(p.data(), p.size());
+    }
+  }
+  std::vector<std::vector<char>> pieces;
+  std::vector<RemoteRange> ranges;
+  std::string expected;
+};
+
+TEST(SameHostTest, ReadSplitAcrossHelperThreadsArrivesInOrder) {
+  ScatteredBytes bytes;
+  ASSERT_GT(bytes.expected.size(), size_t{2} << 20);
+  ThreadPool helpers("helpers", 3);
+  for (int round = 0; round < 20; ++round) {
+    std::string out(bytes.expected.size(), '\0');
+    absl::Status s =
+        ReadProcessMemory(getpid(), bytes.ranges, out.data(), &helpers);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(out, bytes.expected) << "round " << round;
+  }
+}
+
+// Helpers that are busy with other work do not hold the read up: the
+// calling thread reads the parts nobody has started.
+TEST(SameHostTest, ReadDoesNotWaitForBusyHelpers) {
+  ScatteredBytes bytes;
+  ThreadPool helpers("helpers", 1);
+  absl::Notification release;
+  helpers.Schedule([&] { release.WaitForNotification(); });
+  std::string out(bytes.expected.size(), '\0');
+  auto read = std::async(std::launch::async, [&] {
+    return ReadProcessMemory(getpid(), bytes.ranges, out.data(), &helpers);
+  });
+  const bool finished =
+      read.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  release.Notify();  // (so that a failure does not hang the test)
+  ASSERT_TRUE(finished) << "the read waited for a busy helper";
+  absl::Status s = read.get();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out, bytes.expected);
+}
+
+TEST(SameHostTest, SplitReadOfAnUnreadableProcessNamesIt) {
+  ScatteredBytes bytes;
+  const pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  ThreadPool helpers("helpers", 2);
+  std::string out(bytes.expected.size(), '\0');
+  absl::Status s = ReadProcessMemory(gone, bytes.ranges, out.data(), &helpers);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("process ", gone)));
 }
 
 TEST(SameHostTest, UnreadableMemoryIsFailedPreconditionNamingTheProcess) {

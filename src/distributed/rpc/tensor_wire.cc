@@ -292,7 +292,7 @@ absl::Status PushAssembler::ReadFromSender(
   }
   DF_ASSIGN_OR_RETURN(Tensor value, NewTensor(dtype, shape));
   absl::Status read =
-      ReadProcessMemory(where.pid(), ranges, value.raw_data());
+      ReadProcessMemory(where.pid(), ranges, value.raw_data(), read_helpers_);
   if (!read.ok()) {
     out->same_host_refused = std::string(read.message());
     return absl::OkStatus();

@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/thread_pool.h"
 #include "distflow/tensor.h"
 #include "distributed/rpc/recv_buffer_pool.h"
 #include "grpcpp/grpcpp.h"
@@ -96,10 +97,14 @@ class PushAssembler {
  public:
   // Receive buffers of large tensors are reused from `pool` (see
   // recv_buffer_pool.h); without one every tensor gets a fresh buffer.
-  // Same-host pushes are read only if `same_host_reads` is set.
+  // Same-host pushes are read only if `same_host_reads` is set; threads of
+  // `read_helpers` (not owned, may be null) help read large ones.
   explicit PushAssembler(std::shared_ptr<RecvBufferPool> pool = nullptr,
-                         bool same_host_reads = true)
-      : pool_(std::move(pool)), same_host_reads_(same_host_reads) {}
+                         bool same_host_reads = true,
+                         ThreadPool* read_helpers = nullptr)
+      : pool_(std::move(pool)),
+        same_host_reads_(same_host_reads),
+        read_helpers_(read_helpers) {}
 
   struct Complete {
     int64_t step_id = 0;
@@ -131,6 +136,7 @@ class PushAssembler {
 
   const std::shared_ptr<RecvBufferPool> pool_;
   const bool same_host_reads_;
+  ThreadPool* const read_helpers_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::pair<int64_t, std::string>, Partial> partial_
       ABSL_GUARDED_BY(mu_);
