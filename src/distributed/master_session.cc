@@ -3,11 +3,13 @@
 #include <atomic>
 #include <random>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/step_trace.h"
 #include "core/tensor_coding.h"
 #include "graph/graph_def_io.h"
 #include "graph/partition.h"
@@ -302,6 +304,12 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
                                           std::vector<Tensor>* fetched) {
   const int64_t step_id = NewStepId();
   const size_t n = registration.partitions.size();
+  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+  absl::Cleanup record_step = [start_ns] {
+    if (start_ns >= 0) {
+      trace::RecordSpan("step", "step", start_ns, trace::NowNanos());
+    }
+  };
   auto state = std::make_shared<StepCalls>();
   state->calls.resize(n);
   {

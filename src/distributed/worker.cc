@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/step_trace.h"
 #include "core/tensor_coding.h"
 #include "graph/graph_def_io.h"
 #include "graph/placer.h"
@@ -247,8 +248,12 @@ void Worker::RunGraphImpl(
   run_args.runner = env_.inter_op_pool;
   run_args.rendezvous = step->rendezvous.get();
   run_args.start_on_caller = start_on_caller;
-  executor->RunAsync(run_args, [this, step, executor, frame, step_id,
+  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+  executor->RunAsync(run_args, [this, step, executor, frame, step_id, start_ns,
                                 done = std::move(done)](absl::Status s) {
+    if (start_ns >= 0) {
+      trace::RecordSpan("step", "partition", start_ns, trace::NowNanos());
+    }
     if (!s.ok()) step->rendezvous->StartAbort(s);
     FinishStep(step_id);
     if (!s.ok() && s.message().find("task /job:") == absl::string_view::npos) {

@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "base/denormal.h"
 #include "base/status_macros.h"
+#include "base/step_trace.h"
 
 namespace distflow {
 namespace {
@@ -146,7 +147,11 @@ class Executor::StepState {
         std::make_move_iterator(inputs_.begin() + item.input_start +
                                 item.node->num_inputs()));
     OpKernelContext ctx(Params(&inputs), item.kernel->num_outputs());
+    const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
     item.kernel->Compute(&ctx);
+    if (start_ns >= 0) {
+      trace::RecordSpan("op", item.node->name(), start_ns, trace::NowNanos());
+    }
     Propagate(item, &ctx, ready);
   }
 
@@ -158,7 +163,15 @@ class Executor::StepState {
                                 item.node->num_inputs()));
     auto ctx = std::make_shared<OpKernelContext>(Params(inputs.get()),
                                                  item.kernel->num_outputs());
-    item.kernel->AsAsync()->ComputeAsync(ctx.get(), [this, id, inputs, ctx] {
+    // An asynchronous op's span runs until it is done: for a _Recv, the wait
+    // for the tensor.
+    const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+    item.kernel->AsAsync()->ComputeAsync(ctx.get(), [this, id, inputs, ctx,
+                                                     start_ns] {
+      if (start_ns >= 0) {
+        trace::RecordSpan("op", executor_->items_[id].node->name(), start_ns,
+                          trace::NowNanos());
+      }
       std::vector<int> ready;
       Propagate(executor_->items_[id], ctx.get(), &ready);
       // Count the newly ready nodes before dispatching them (see RunQueue).

@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "base/mutex_checks.h"
 #include "base/status_macros.h"
+#include "base/step_trace.h"
 #include "graph/device_name.h"
 #include "graph/graph_def_io.h"
 #include "graph/subgraph.h"
@@ -124,7 +125,10 @@ absl::StatusOr<std::vector<Tensor>> LocalSession::Run(
   run_args.call_frame = &frame;
   run_args.step_id = next_step_id_.fetch_add(1);
   run_args.runner = &inter_op_pool_;
-  DF_RETURN_IF_ERROR(executor->Run(run_args));
+  {
+    trace::ScopedSpan step("step", "step");
+    DF_RETURN_IF_ERROR(executor->Run(run_args));
+  }
   std::vector<Tensor> outputs = frame.TakeRetvals();
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].IsInitialized()) {

@@ -1,13 +1,18 @@
 #include "runtime/local_session.h"
 
 #include <cfloat>
+#include <cstdio>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/step_trace.h"
 #include "distflow/ops.h"
 #include "distflow/scope.h"
 #include "distflow/session.h"
@@ -254,6 +259,38 @@ TEST(LocalSessionSeedTest, MatMulOfVariables) {
   auto out = session->Run({}, {"product:0"}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE((*out)[0].Equals(Tensor::Matrix<int32_t>({{20}}))) << (*out)[0];
+}
+
+// With a step trace recording, each step and each op of it is a span.
+TEST(LocalSessionTraceTest, StepsAndTheirOpsAreTraced) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Const(s.WithOpName("x"), Tensor::Matrix<float>({{1, 2}}));
+  ops::MatMul(s.WithOpName("product"), x, x, {.transpose_b = true});
+  auto session = NewLocalSession();
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(session->Extend(ToGraphDef(s)).ok());
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/local_session_trace.json");
+  trace::Start(path, 1000);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(session->Run({}, {"product:0"}, {}).ok());
+  }
+  ASSERT_TRUE(trace::Stop().ok());
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  auto count = [&](const std::string& needle) {
+    int n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos;
+         at = text.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(R"("name":"product")"), 3) << text;
+  EXPECT_EQ(count(R"("name":"x")"), 3) << text;
+  EXPECT_EQ(count(R"("cat":"step")"), 3) << text;
+  std::remove(path.c_str());
 }
 
 }  // namespace

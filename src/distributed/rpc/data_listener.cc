@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "base/step_trace.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.pb.h"
@@ -279,8 +280,15 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
                                       "': ", value.status().message())));
     return true;
   }
+  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
   if (!RecvAll(fd, value->raw_data(), static_cast<size_t>(total)).ok()) {
     return false;
+  }
+  if (start_ns >= 0) {
+    trace::RecordSpan("transfer",
+                      absl::StrCat("data connection receive of ", total,
+                                   " bytes"),
+                      start_ns, trace::NowNanos());
   }
   received_.fetch_add(1, std::memory_order_relaxed);
   deliver_(header.step_id(), header.key(), *value,

@@ -3,17 +3,23 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/step_trace.h"
 #include "base/thread_pool.h"
 #include "distflow/distflow.h"
 #include "distflow/server.h"
 #include "distributed/rpc/grpc_remote_worker.h"
 #include "distributed/rpc/grpc_server.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/same_host.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "distributed/rpc/test_cluster.h"
 #include "distributed/worker.h"
@@ -48,6 +54,44 @@ TEST(DistributedRuntimeTest, BetweenGraphMatMulWithVariablesOnPs) {
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ((*out)[0].DebugString(), "[[20]]");
   }
+}
+
+// A step trace shows a step that crosses tasks: the master's step, each
+// task's partition, the ops on either side, and the large tensor's read by
+// the same-host path.
+TEST(DistributedRuntimeTest, StepTraceShowsThePartitionsAndTheTransfer) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  ops::Variable big(root.WithDevice("/job:ps/task:0").WithOpName("big"),
+                    ops::Fill(root, Tensor::Vector<int32_t>({1 << 18}), 1.0f));
+  Output sum = ops::Sum(root.WithDevice("/job:worker/task:0").WithOpName("sum"),
+                        big, Tensor::Vector<int32_t>({0}));
+  Operation init = ops::GlobalVariablesInitializer(root);
+  auto session = ClientSession::Create(
+      root, SessionTarget((*cluster)->server("worker", 0)));
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/distributed_trace.json");
+  trace::Start(path, 100000);
+  auto out = (*session)->Run({sum});
+  ASSERT_TRUE(trace::Stop().ok());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 1 << 18);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  for (const char* expected : {R"("name":"step")", R"("name":"partition")",
+                                R"("name":"big")", R"("name":"sum")"}) {
+    EXPECT_THAT(text, HasSubstr(expected));
+  }
+  // (Held to TCP, the first large push goes over gRPC, whose answer offers
+  // the data connection that later ones take.)
+  if (SameHostTransportAllowedByEnv()) {
+    EXPECT_THAT(text, HasSubstr(R"("name":"same-host read of 1048576 bytes")"));
+  }
+  std::remove(path.c_str());
 }
 
 TEST(DistributedRuntimeTest, VariablesOnPsOutliveOneWorkersSession) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/mutex_checks.h"
+#include "base/step_trace.h"
 #include "distributed/local_master.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/grpc_master_service.h"
@@ -186,6 +187,7 @@ absl::Status GrpcServer::Start() {
       local_socket);
   WorkerEnv worker_env;
   worker_env.task_name = task_name_;
+  trace::SetProcessName(task_name_);
   worker_env.worker_cache = worker_cache_.get();
   worker_env.inter_op_pool = &inter_op_pool_;
   worker_env.intra_op_pool = &intra_op_pool_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/step_trace.h"
 #include "core/tensor_coding.h"
 #include "core/gathered_tensor.h"
 #include "distributed/rpc/same_host.h"
@@ -291,8 +292,15 @@ absl::Status PushAssembler::ReadFromSender(
     }
   }
   DF_ASSIGN_OR_RETURN(Tensor value, NewTensor(dtype, shape));
+  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
   absl::Status read =
       ReadProcessMemory(where.pid(), ranges, value.raw_data(), read_helpers_);
+  if (start_ns >= 0) {
+    trace::RecordSpan("transfer",
+                      absl::StrCat("same-host read of ", header.total_bytes(),
+                                   " bytes"),
+                      start_ns, trace::NowNanos());
+  }
   if (!read.ok()) {
     out->same_host_refused = std::string(read.message());
     return absl::OkStatus();

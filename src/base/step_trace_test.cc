@@ -1,0 +1,124 @@
+#include "base/step_trace.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace distflow {
+namespace trace {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TracePath(const std::string& test) {
+  return absl::StrCat(::testing::TempDir(), "/", test, ".", getpid(),
+                      ".json");
+}
+
+nlohmann::json ReadTrace(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "no trace at " << path;
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// The complete events ("X") of a trace.
+std::vector<nlohmann::json> Spans(const nlohmann::json& trace) {
+  std::vector<nlohmann::json> spans;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") spans.push_back(e);
+  }
+  return spans;
+}
+
+TEST(StepTraceTest, SpansOfSeveralThreadsLandInAChromeTrace) {
+  const std::string path = TracePath("several_threads");
+  SetProcessName("/job:ps/replica:0/task:0");
+  Start(path, 1000);
+  ASSERT_TRUE(Enabled());
+  auto work = [](const std::string& name) {
+    ScopedSpan span("op", name);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  std::thread other(work, "other thread's op");
+  work("this thread's op");
+  other.join();
+  const int64_t now = NowNanos();
+  RecordSpan("transfer", "a \"quoted\" \\ name", now - 5000, now);
+  ASSERT_TRUE(Stop().ok());
+  EXPECT_FALSE(Enabled());
+
+  const nlohmann::json trace = ReadTrace(path);
+  ASSERT_FALSE(trace.is_discarded()) << "the trace is not valid JSON";
+  EXPECT_EQ(trace["traceEvents"][0]["ph"], "M");
+  EXPECT_EQ(trace["traceEvents"][0]["args"]["name"], "/job:ps/replica:0/task:0");
+  const std::vector<nlohmann::json> spans = Spans(trace);
+  ASSERT_EQ(spans.size(), 3u);
+  std::set<std::string> names;
+  std::set<int64_t> threads;
+  for (const nlohmann::json& s : spans) {
+    names.insert(s["name"].get<std::string>());
+    threads.insert(s["tid"].get<int64_t>());
+    EXPECT_EQ(s["pid"], getpid());
+    EXPECT_GE(s["dur"].get<double>(), 0);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"other thread's op",
+                                          "this thread's op",
+                                          "a \"quoted\" \\ name"}));
+  EXPECT_EQ(threads.size(), 2u);
+  for (const nlohmann::json& s : spans) {
+    if (s["cat"] == "op") {
+      // Slept 2 ms inside the span; ts and dur are in microseconds.
+      EXPECT_GE(s["dur"].get<double>(), 2000);
+    } else {
+      EXPECT_EQ(s["cat"], "transfer");
+      EXPECT_DOUBLE_EQ(s["dur"].get<double>(), 5.0);
+      EXPECT_DOUBLE_EQ(s["ts"].get<double>(), (now - 5000) / 1e3);
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(StepTraceTest, NothingIsRecordedWhenNotStarted) {
+  ASSERT_FALSE(Enabled());
+  { ScopedSpan span("op", "unseen"); }
+  RecordSpan("op", "unseen", 0, 1);
+  const std::string path = TracePath("not_started");
+  Start(path, 10);
+  ASSERT_TRUE(Stop().ok());
+  EXPECT_TRUE(Spans(ReadTrace(path)).empty());
+  std::remove(path.c_str());
+}
+
+TEST(StepTraceTest, TheFileIsWrittenWhenTheLimitIsReached) {
+  const std::string path = TracePath("limit");
+  Start(path, 3);
+  for (int i = 0; i < 5; ++i) RecordSpan("op", absl::StrCat("op ", i), i, i + 1);
+  EXPECT_FALSE(Enabled()) << "recording goes on past its limit";
+  const std::vector<nlohmann::json> spans = Spans(ReadTrace(path));
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[2]["name"], "op 2");
+  EXPECT_TRUE(Stop().ok());  // nothing left to write
+  std::remove(path.c_str());
+}
+
+TEST(StepTraceTest, AnUnwritableFileIsAnErrorNamingIt) {
+  const std::string path = "/nonexistent-directory/trace.json";
+  Start(path, 10);
+  RecordSpan("op", "x", 0, 1);
+  absl::Status s = Stop();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr(path));
+}
+
+}  // namespace
+}  // namespace trace
+}  // namespace distflow
