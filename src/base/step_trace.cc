@@ -51,19 +51,20 @@ int64_t ThisThread() {
 absl::Status Write(const Recording& r, const std::string& name) {
   const int pid = getpid();
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"ph", "M"},
-                    {"name", "process_name"},
-                    {"pid", pid},
-                    {"args", {{"name", name.empty() ? std::to_string(pid)
-                                                    : name}}}});
+  events.push_back(
+      {{"ph", "M"},
+       {"name", "process_name"},
+       {"pid", pid},
+       {"args", {{"name", name.empty() ? std::to_string(pid) : name}}}});
   for (const Span& s : r.spans) {
-    events.push_back({{"ph", "X"},
-                      {"cat", s.category},
-                      {"name", s.name},
-                      {"pid", pid},
-                      {"tid", s.thread},
-                      {"ts", static_cast<double>(s.start_ns) / 1e3},
-                      {"dur", static_cast<double>(s.end_ns - s.start_ns) / 1e3}});
+    events.push_back(
+        {{"ph", "X"},
+         {"cat", s.category},
+         {"name", s.name},
+         {"pid", pid},
+         {"tid", s.thread},
+         {"ts", static_cast<double>(s.start_ns) / 1e3},
+         {"dur", static_cast<double>(s.end_ns - s.start_ns) / 1e3}});
   }
   const nlohmann::json trace = {{"traceEvents", std::move(events)},
                                 {"displayTimeUnit", "ns"}};
@@ -101,8 +102,8 @@ int64_t NowNanos() {
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
-void RecordSpan(const char* category, absl::string_view name,
-                int64_t start_ns, int64_t end_ns) {
+void RecordSpan(const char* category, absl::string_view name, int64_t start_ns,
+                int64_t end_ns) {
   if (!Enabled()) return;
   std::unique_ptr<Recording> full;
   std::string name_for_file;
@@ -156,8 +157,7 @@ struct StartFromEnvironment {
     const char* limit = std::getenv("DISTFLOW_TRACE_EVENTS");
     const int64_t max_events =
         limit != nullptr && std::atoll(limit) > 0 ? std::atoll(limit) : 200000;
-    Start(absl::StrCat(dir, "/distflow-trace.", getpid(), ".json"),
-          max_events);
+    Start(absl::StrCat(dir, "/distflow-trace.", getpid(), ".json"), max_events);
     std::atexit([] {
       // A process that recorded nothing (such as a launcher that runs no
       // steps) leaves no file.

@@ -41,8 +41,8 @@ int64_t NowNanos();
 // Records a span of `category` ("op", "step", "transfer", ...) named `name`
 // from `start_ns` to `end_ns`, on the calling thread's row. Does nothing
 // when not recording. Thread-safe.
-void RecordSpan(const char* category, absl::string_view name,
-                int64_t start_ns, int64_t end_ns);
+void RecordSpan(const char* category, absl::string_view name, int64_t start_ns,
+                int64_t end_ns);
 
 // Records the scope it lives in as a span, if recording when it is made.
 class ScopedSpan {

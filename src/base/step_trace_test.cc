@@ -20,8 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string TracePath(const std::string& test) {
-  return absl::StrCat(::testing::TempDir(), "/", test, ".", getpid(),
-                      ".json");
+  return absl::StrCat(::testing::TempDir(), "/", test, ".", getpid(), ".json");
 }
 
 nlohmann::json ReadTrace(const std::string& path) {
@@ -59,7 +58,8 @@ TEST(StepTraceTest, SpansOfSeveralThreadsLandInAChromeTrace) {
   const nlohmann::json trace = ReadTrace(path);
   ASSERT_FALSE(trace.is_discarded()) << "the trace is not valid JSON";
   EXPECT_EQ(trace["traceEvents"][0]["ph"], "M");
-  EXPECT_EQ(trace["traceEvents"][0]["args"]["name"], "/job:ps/replica:0/task:0");
+  EXPECT_EQ(trace["traceEvents"][0]["args"]["name"],
+            "/job:ps/replica:0/task:0");
   const std::vector<nlohmann::json> spans = Spans(trace);
   ASSERT_EQ(spans.size(), 3u);
   std::set<std::string> names;
@@ -70,9 +70,9 @@ TEST(StepTraceTest, SpansOfSeveralThreadsLandInAChromeTrace) {
     EXPECT_EQ(s["pid"], getpid());
     EXPECT_GE(s["dur"].get<double>(), 0);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"other thread's op",
-                                          "this thread's op",
-                                          "a \"quoted\" \\ name"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"other thread's op", "this thread's op",
+                                   "a \"quoted\" \\ name"}));
   EXPECT_EQ(threads.size(), 2u);
   for (const nlohmann::json& s : spans) {
     if (s["cat"] == "op") {
@@ -101,7 +101,8 @@ TEST(StepTraceTest, NothingIsRecordedWhenNotStarted) {
 TEST(StepTraceTest, TheFileIsWrittenWhenTheLimitIsReached) {
   const std::string path = TracePath("limit");
   Start(path, 3);
-  for (int i = 0; i < 5; ++i) RecordSpan("op", absl::StrCat("op ", i), i, i + 1);
+  for (int i = 0; i < 5; ++i)
+    RecordSpan("op", absl::StrCat("op ", i), i, i + 1);
   EXPECT_FALSE(Enabled()) << "recording goes on past its limit";
   const std::vector<nlohmann::json> spans = Spans(ReadTrace(path));
   ASSERT_EQ(spans.size(), 3u);

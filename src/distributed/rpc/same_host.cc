@@ -26,8 +26,12 @@ constexpr size_t kMaxBytesPerRead = size_t{64} << 20;
 // Remote ranges per process_vm_readv call (the kernel takes up to IOV_MAX).
 constexpr size_t kMaxRangesPerRead = 64;
 // A read is split across threads only into parts of at least this many
-// bytes: a smaller part copies in less time than waking a thread takes.
-constexpr size_t kMinBytesPerPart = size_t{256} << 10;
+// bytes. A helper pays off only while a core would otherwise idle; where the
+// cores are busy (two workers and a ps on two cores) it takes one from other
+// work, which cost a training step of 0.94 MB transfers about 5%, while a
+// read of megabytes halves. (docs/benchmarks.md, "Same-host reads split
+// across threads".)
+constexpr size_t kMinBytesPerPart = size_t{1} << 20;
 
 std::string ComputeIdentity() {
   std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
@@ -79,8 +83,8 @@ absl::Status ReadProcessMemory(int64_t pid,
       n += take;
     }
     iovec local{dst + done, n};
-    const ssize_t got = process_vm_readv(static_cast<pid_t>(pid), &local, 1,
-                                         remote, count, 0);
+    const ssize_t got =
+        process_vm_readv(static_cast<pid_t>(pid), &local, 1, remote, count, 0);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       const int error = got < 0 ? errno : EFAULT;

@@ -48,9 +48,10 @@ absl::Status ReadProcessMemory(int64_t pid,
                                absl::Span<const RemoteRange> ranges, void* out);
 
 // The same, split across `helpers` and the calling thread when the bytes are
-// many: one core copies memory at a fraction of what the machine can, and
-// the sender's task, waiting for this one, leaves its cores idle. Reads on
-// this thread alone when `helpers` is null or the bytes are few.
+// many (2 MiB or more): one core copies memory at a fraction of what the
+// machine can, and the sender's task, waiting for this one, leaves its cores
+// idle. Reads on this thread alone when `helpers` is null or the bytes are
+// fewer.
 absl::Status ReadProcessMemory(int64_t pid,
                                absl::Span<const RemoteRange> ranges, void* out,
                                ThreadPool* helpers);
