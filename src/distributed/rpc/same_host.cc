@@ -27,10 +27,10 @@ constexpr size_t kMaxBytesPerRead = size_t{64} << 20;
 constexpr size_t kMaxRangesPerRead = 64;
 // A read is split across threads only into parts of at least this many
 // bytes. A helper pays off only while a core would otherwise idle; where the
-// cores are busy (two workers and a ps on two cores) it takes one from other
-// work, which cost a training step of 0.94 MB transfers about 5%, while a
-// read of megabytes halves. (docs/benchmarks.md, "Same-host reads split
-// across threads".)
+// cores are busy (two workers and a ps on two cores) it only takes one from
+// other work. Splitting the MLP's 0.94 MB transfers showed no gain there,
+// while reads of megabytes took half the time (docs/benchmarks.md,
+// "Same-host reads split across threads").
 constexpr size_t kMinBytesPerPart = size_t{1} << 20;
 
 std::string ComputeIdentity() {
