@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -118,6 +121,40 @@ TEST(StepTraceTest, AnUnwritableFileIsAnErrorNamingIt) {
   absl::Status s = Stop();
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(s.message(), HasSubstr(path));
+}
+
+// tools/merge_traces.py puts the files of several processes on one
+// timeline and prints their spans' times.
+TEST(StepTraceTest, TracesOfSeveralTasksMergeIntoOne) {
+  std::vector<std::string> paths;
+  for (const char* task :
+       {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}) {
+    paths.push_back(TracePath(absl::StrCat("merge_", paths.size())));
+    SetProcessName(task);
+    Start(paths.back(), 100);
+    RecordSpan("op", absl::StrCat("op of ", task), 1000, 5000);
+    RecordSpan("op", absl::StrCat("op of ", task), 6000, 8000);
+    ASSERT_TRUE(Stop().ok());
+  }
+  const std::string merged = TracePath("merged");
+  const std::string summary = TracePath("summary") + ".txt";
+  const std::string command = absl::StrCat(
+      "/usr/bin/python3 " DISTFLOW_SOURCE_DIR
+      "/tools/merge_traces.py --summary",
+      " --out ", merged, " ", paths[0], " ", paths[1], " > ", summary);
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const nlohmann::json trace = ReadTrace(merged);
+  ASSERT_FALSE(trace.is_discarded());
+  EXPECT_EQ(Spans(trace).size(), 4u);
+  std::ifstream in(summary);
+  const std::string table((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  // Per task and name: two spans, a median of 3 us, 6 us in all.
+  EXPECT_THAT(table, HasSubstr("/job:ps/replica:0/task:0"));
+  EXPECT_THAT(table, HasSubstr("2        3.0       0.0  op of /job:worker/"));
+  for (const std::string& p : paths) std::remove(p.c_str());
+  std::remove(merged.c_str());
+  std::remove(summary.c_str());
 }
 
 }  // namespace
