@@ -38,22 +38,27 @@ inline bool Enabled() {
 // Nanoseconds on the clock that spans use.
 int64_t NowNanos();
 
-// Records a span of `category` ("op", "step", "transfer", ...) named `name`
-// from `start_ns` to `end_ns`, on the calling thread's row. Does nothing
-// when not recording. Thread-safe.
+// Records a span of `category` ("op", "step", "transfer", ...: a literal,
+// kept by pointer) named `name` from `start_ns` to `end_ns`, on the calling
+// thread's row. Does nothing when not recording. Thread-safe.
 void RecordSpan(const char* category, absl::string_view name, int64_t start_ns,
                 int64_t end_ns);
+
+// For a span that ends elsewhere (in a callback): SpanStart() where it
+// begins, now if recording and -1 if not; EndSpan where it ends, which
+// records it if it began while recording.
+inline int64_t SpanStart() { return Enabled() ? NowNanos() : -1; }
+inline void EndSpan(const char* category, absl::string_view name,
+                    int64_t start_ns) {
+  if (start_ns >= 0) RecordSpan(category, name, start_ns, NowNanos());
+}
 
 // Records the scope it lives in as a span, if recording when it is made.
 class ScopedSpan {
  public:
   ScopedSpan(const char* category, absl::string_view name)
-      : category_(category),
-        name_(name),
-        start_ns_(Enabled() ? NowNanos() : -1) {}
-  ~ScopedSpan() {
-    if (start_ns_ >= 0) RecordSpan(category_, name_, start_ns_, NowNanos());
-  }
+      : category_(category), name_(name), start_ns_(SpanStart()) {}
+  ~ScopedSpan() { EndSpan(category_, name_, start_ns_); }
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
 

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <random>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -304,12 +303,7 @@ absl::Status MasterSession::RunPartitions(const Registration& registration,
                                           std::vector<Tensor>* fetched) {
   const int64_t step_id = NewStepId();
   const size_t n = registration.partitions.size();
-  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
-  absl::Cleanup record_step = [start_ns] {
-    if (start_ns >= 0) {
-      trace::RecordSpan("step", "step", start_ns, trace::NowNanos());
-    }
-  };
+  trace::ScopedSpan step_span("step", "step");
   auto state = std::make_shared<StepCalls>();
   state->calls.resize(n);
   {

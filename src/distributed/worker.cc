@@ -248,12 +248,10 @@ void Worker::RunGraphImpl(
   run_args.runner = env_.inter_op_pool;
   run_args.rendezvous = step->rendezvous.get();
   run_args.start_on_caller = start_on_caller;
-  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+  const int64_t start_ns = trace::SpanStart();
   executor->RunAsync(run_args, [this, step, executor, frame, step_id, start_ns,
                                 done = std::move(done)](absl::Status s) {
-    if (start_ns >= 0) {
-      trace::RecordSpan("step", "partition", start_ns, trace::NowNanos());
-    }
+    trace::EndSpan("step", "partition", start_ns);
     if (!s.ok()) step->rendezvous->StartAbort(s);
     FinishStep(step_id);
     if (!s.ok() && s.message().find("task /job:") == absl::string_view::npos) {

@@ -147,11 +147,9 @@ class Executor::StepState {
         std::make_move_iterator(inputs_.begin() + item.input_start +
                                 item.node->num_inputs()));
     OpKernelContext ctx(Params(&inputs), item.kernel->num_outputs());
-    const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+    const int64_t start_ns = trace::SpanStart();
     item.kernel->Compute(&ctx);
-    if (start_ns >= 0) {
-      trace::RecordSpan("op", item.node->name(), start_ns, trace::NowNanos());
-    }
+    trace::EndSpan("op", item.node->name(), start_ns);
     Propagate(item, &ctx, ready);
   }
 
@@ -165,13 +163,10 @@ class Executor::StepState {
                                                  item.kernel->num_outputs());
     // An asynchronous op's span runs until it is done: for a _Recv, the wait
     // for the tensor.
-    const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+    const int64_t start_ns = trace::SpanStart();
     item.kernel->AsAsync()->ComputeAsync(ctx.get(), [this, id, inputs, ctx,
                                                      start_ns] {
-      if (start_ns >= 0) {
-        trace::RecordSpan("op", executor_->items_[id].node->name(), start_ns,
-                          trace::NowNanos());
-      }
+      trace::EndSpan("op", executor_->items_[id].node->name(), start_ns);
       std::vector<int> ready;
       Propagate(executor_->items_[id], ctx.get(), &ready);
       // Count the newly ready nodes before dispatching them (see RunQueue).

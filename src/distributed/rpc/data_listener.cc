@@ -280,15 +280,14 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
                                       "': ", value.status().message())));
     return true;
   }
-  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+  const int64_t start_ns = trace::SpanStart();
   if (!RecvAll(fd, value->raw_data(), static_cast<size_t>(total)).ok()) {
     return false;
   }
-  if (start_ns >= 0) {
-    trace::RecordSpan("transfer",
-                      absl::StrCat("data connection receive of ", total,
-                                   " bytes"),
-                      start_ns, trace::NowNanos());
+  if (start_ns >= 0) {  // (the name is built only when recording)
+    trace::EndSpan("transfer",
+                   absl::StrCat("data connection receive of ", total, " bytes"),
+                   start_ns);
   }
   received_.fetch_add(1, std::memory_order_relaxed);
   deliver_(header.step_id(), header.key(), *value,

@@ -292,14 +292,14 @@ absl::Status PushAssembler::ReadFromSender(
     }
   }
   DF_ASSIGN_OR_RETURN(Tensor value, NewTensor(dtype, shape));
-  const int64_t start_ns = trace::Enabled() ? trace::NowNanos() : -1;
+  const int64_t start_ns = trace::SpanStart();
   absl::Status read =
       ReadProcessMemory(where.pid(), ranges, value.raw_data(), read_helpers_);
-  if (start_ns >= 0) {
-    trace::RecordSpan("transfer",
-                      absl::StrCat("same-host read of ", header.total_bytes(),
-                                   " bytes"),
-                      start_ns, trace::NowNanos());
+  if (start_ns >= 0) {  // (the name is built only when recording)
+    trace::EndSpan(
+        "transfer",
+        absl::StrCat("same-host read of ", header.total_bytes(), " bytes"),
+        start_ns);
   }
   if (!read.ok()) {
     out->same_host_refused = std::string(read.message());
