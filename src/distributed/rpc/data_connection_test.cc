@@ -155,10 +155,14 @@ std::unique_ptr<DataConnection> ConnectTo(DataListener* listener,
       "127.0.0.1", listener->port(), token, kTask,
       absl::StrCat("127.0.0.1:", listener->port()));
 }
+// With the listener's own token, as a sender that was offered it.
+std::unique_ptr<DataConnection> ConnectTo(DataListener* listener) {
+  return ConnectTo(listener, listener->token());
+}
 
 TEST(DataConnectionTest, OverlappingPushesArriveWithTheirBytes) {
   Receiver receiver;
-  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  auto connection = ConnectTo(receiver.listener());
   ASSERT_EQ(Settled(*connection), DataConnection::State::kReady)
       << connection->failure();
   std::vector<Tensor> sent;
@@ -183,7 +187,7 @@ TEST(DataConnectionTest, OverlappingPushesArriveWithTheirBytes) {
 // and arrives as their elements end to end.
 TEST(DataConnectionTest, GatheredTensorIsWrittenFromItsParts) {
   Receiver receiver;
-  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  auto connection = ConnectTo(receiver.listener());
   ASSERT_EQ(Settled(*connection), DataConnection::State::kReady)
       << connection->failure();
   std::vector<Tensor> parts;
@@ -202,7 +206,7 @@ TEST(DataConnectionTest, GatheredTensorIsWrittenFromItsParts) {
 TEST(DataConnectionTest, ARefusedPushFailsAloneAndTheConnectionGoesOn) {
   Receiver receiver;
   receiver.Refuse("bad", absl::AbortedError("step 7 was aborted"));
-  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  auto connection = ConnectTo(receiver.listener());
   ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
   Outcome bad, good;
   ASSERT_TRUE(connection->Push(7, "bad", Pattern(1 << 16, 1), absl::Seconds(10),
@@ -279,7 +283,7 @@ TEST(DataConnectionTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
 TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
   Receiver receiver;
   receiver.Hold("slow");
-  auto connection = ConnectTo(receiver.listener(), receiver.listener()->token());
+  auto connection = ConnectTo(receiver.listener());
   ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
   Outcome slow;
   ASSERT_TRUE(connection->Push(1, "slow", Pattern(1 << 16, 1),
@@ -302,8 +306,7 @@ TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
 std::unique_ptr<DataConnection> ConnectedWithHeldPush(Receiver* receiver,
                                                       Outcome* held) {
   receiver->Hold("held");
-  auto connection =
-      ConnectTo(receiver->listener(), receiver->listener()->token());
+  auto connection = ConnectTo(receiver->listener());
   EXPECT_EQ(Settled(*connection), DataConnection::State::kReady);
   EXPECT_TRUE(connection->Push(1, "held", Pattern(1 << 16, 1),
                                absl::Seconds(30), held->Callback()));
