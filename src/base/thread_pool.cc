@@ -1,8 +1,12 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <thread>
 #include <utility>
+
+#include "absl/synchronization/mutex.h"
 
 #define EIGEN_USE_THREADS
 #include "unsupported/Eigen/CXX11/Tensor"
@@ -47,10 +51,64 @@ void ThreadPool::Schedule(std::function<void()> fn) {
 void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  // Eigen's cost model: bytes loaded, bytes stored, compute cycles per unit.
-  device_->parallelFor(
-      n, Eigen::TensorOpCost(0, 0, static_cast<double>(cost_per_unit)),
-      [&fn](Eigen::Index begin, Eigen::Index end) { fn(begin, end); });
+  // A few parts per thread that can run at once, so that one that starts
+  // late or runs slowly (its core shared with another process) leaves its
+  // share to the others; none cheaper than kMinCyclesPerPart.
+  constexpr int64_t kPartsPerThread = 4;
+  const double cycles =
+      static_cast<double>(n) * std::max<int64_t>(cost_per_unit, 1);
+  const int64_t parts = std::min<int64_t>(
+      {n, static_cast<int64_t>(cycles / kMinCyclesPerPart),
+       kPartsPerThread * std::min(NumThreads() + 1, HardwareThreads())});
+  if (parts <= 1) {
+    fn(0, n);
+    return;
+  }
+  RunParts(parts, [n, parts, &fn](int64_t i) {
+    fn(i * n / parts, (i + 1) * n / parts);
+  });
+}
+
+void ThreadPool::RunParts(int64_t parts,
+                          const std::function<void(int64_t)>& fn) {
+  if (parts <= 0) return;
+  if (parts == 1) {
+    fn(0);
+    return;
+  }
+  // Shared with the helpers: one that runs after this call has returned
+  // touches only `next`, finds every part claimed, and never calls `fn`
+  // (which the caller may have destroyed by then).
+  struct Shared {
+    const std::function<void(int64_t)>* fn;
+    int64_t parts;
+    std::atomic<int64_t> next{0};
+    absl::Mutex mu;
+    int64_t finished ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->fn = &fn;
+  shared->parts = parts;
+  auto claim = [](Shared* s) {
+    int64_t done = 0;
+    for (int64_t i; (i = s->next.fetch_add(1)) < s->parts; ++done) (*s->fn)(i);
+    if (done > 0) {
+      absl::MutexLock lock(&s->mu);
+      s->finished += done;
+    }
+  };
+  const int64_t helpers = std::min<int64_t>(parts - 1, NumThreads());
+  for (int64_t h = 0; h < helpers; ++h) {
+    pool_->Schedule([shared, claim] { claim(shared.get()); });
+  }
+  claim(shared.get());
+  // Every part is claimed now; wait for those still running on helpers.
+  absl::MutexLock lock(&shared->mu);
+  shared->mu.Await(absl::Condition(
+      +[](Shared* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+        return s->finished == s->parts;
+      },
+      shared.get()));
 }
 
 int ThreadPool::NumThreads() const { return pool_->NumThreads(); }

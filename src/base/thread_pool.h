@@ -40,13 +40,26 @@ class ThreadPool {
   // Runs `fn` on some thread of the pool, later. Thread-safe.
   void Schedule(std::function<void()> fn);
 
-  // Calls fn(begin, end) on disjoint ranges covering [0, n), on the pool and
-  // the calling thread, and returns when all calls have returned.
-  // `cost_per_unit` is the rough number of cycles one unit costs; small totals
-  // run inline on the caller. Must not be called from a closure running on this
-  // same pool (that could wait on work queued behind itself).
+  // Calls fn(begin, end) on disjoint ranges covering [0, n), on the calling
+  // thread and the pool (as RunParts), and returns when all calls have
+  // returned. `cost_per_unit` is the rough number of cycles one unit costs:
+  // small totals run inline on the caller, larger ones in parts of at least
+  // kMinCyclesPerPart, a few per thread so that the work evens out. Safe to
+  // call from the pool's own threads.
   void ParallelFor(int64_t n, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
+
+  // Calls fn(i) for every i in [0, parts), on the calling thread and on up to
+  // parts - 1 of the pool's threads, and returns when all calls have
+  // returned. Each participant claims parts until none is left, so a pool
+  // thread that starts late (asleep, or busy with other work) finds nothing
+  // to do: the call never waits for a thread to wake, only for parts already
+  // under way. Safe to call from the pool's own threads.
+  void RunParts(int64_t parts, const std::function<void(int64_t)>& fn);
+
+  // The least work, in cycles, worth handing to another thread (its wake-up
+  // costs a few microseconds of the caller's and more of the system's).
+  static constexpr int64_t kMinCyclesPerPart = 50000;
 
   int NumThreads() const;
   const std::string& name() const { return name_; }

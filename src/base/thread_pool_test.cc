@@ -4,10 +4,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace distflow {
@@ -78,6 +82,70 @@ TEST(ThreadPoolTest, ParallelForOfNothingCallsNothing) {
   bool called = false;
   pool.ParallelFor(0, 1, [&](int64_t, int64_t) { called = true; });
   EXPECT_FALSE(called);
+}
+
+TEST(ThreadPoolTest, RunPartsCallsEveryPartOnce) {
+  ThreadPool pool("test", 3);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::atomic<int>> hits(13);
+    pool.RunParts(hits.size(), [&](int64_t i) { hits[i]++; });
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
+  }
+}
+
+// A pool whose only thread is busy: RunParts runs every part on the caller
+// instead of waiting for the thread, and the helper that runs once the thread
+// is free finds nothing left to do.
+TEST(ThreadPoolTest, RunPartsDoesNotWaitForABusyPool) {
+  ThreadPool pool("test", 1);
+  absl::Notification release;
+  pool.Schedule([&release] { release.WaitForNotification(); });
+  std::atomic<int> calls{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> all_on_caller{true};
+  pool.RunParts(8, [&](int64_t) {
+    if (std::this_thread::get_id() != caller) all_on_caller = false;
+    calls++;
+  });
+  EXPECT_EQ(calls.load(), 8);
+  EXPECT_TRUE(all_on_caller.load());
+  release.Notify();
+  // The late helper runs now; it must not call the finished loop's function.
+  absl::Notification drained;
+  pool.Schedule([&drained] { drained.Notify(); });
+  drained.WaitForNotification();
+  EXPECT_EQ(calls.load(), 8);
+}
+
+// Called from the pool's own thread, a loop cannot wait on work queued behind
+// itself: the caller takes every part that no other thread has.
+TEST(ThreadPoolTest, ParallelForFromThePoolsOwnThreadFinishes) {
+  ThreadPool pool("test", 1);
+  std::vector<std::atomic<int>> hits(1000);
+  absl::Notification done;
+  pool.Schedule([&] {
+    pool.ParallelFor(hits.size(), 1000000, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) hits[i]++;
+    });
+    done.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+// Work large enough is shared with the pool's threads.
+TEST(ThreadPoolTest, ParallelForSharesLargeWorkWithThePool) {
+  ThreadPool pool("test", 2);
+  absl::Mutex mu;
+  std::set<std::thread::id> threads;
+  for (int round = 0; round < 200 && threads.size() < 2; ++round) {
+    pool.ParallelFor(64, 1000000, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      absl::MutexLock lock(&mu);
+      threads.insert(std::this_thread::get_id());
+    });
+  }
+  EXPECT_GE(threads.size(), 2u);
 }
 
 }  // namespace

@@ -5,16 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "distributed/rpc/grpc_util.h"
 
 namespace distflow {
@@ -137,49 +134,20 @@ absl::Status ReadProcessMemory(int64_t pid,
                       length / kMinBytesPerPart});
   if (parts <= 1) return ReadProcessMemory(pid, ranges, out);
 
-  // Every participant (this thread and each helper) claims parts until none
-  // is left, so a helper that starts late (its pool busy with other work)
-  // finds nothing to do and this thread reads the rest itself: the read is
-  // never held up by the pool. Part i is bytes [i * length / parts,
-  // (i + 1) * length / parts). The state is shared: a late helper may run
-  // after this call has returned, and then touches only `next`.
-  struct Split {
-    std::vector<RemoteRange> ranges;
-    char* out;
-    size_t length, parts;
-    std::atomic<size_t> next{0};
-    absl::Mutex mu;
-    size_t finished ABSL_GUARDED_BY(mu) = 0;
-    absl::Status first_error ABSL_GUARDED_BY(mu);
-  };
-  auto split = std::make_shared<Split>();
-  split->ranges.assign(ranges.begin(), ranges.end());
-  split->out = static_cast<char*>(out);
-  split->length = length;
-  split->parts = parts;
-  auto claim_parts = [pid](Split* s) {
-    for (size_t i; (i = s->next.fetch_add(1)) < s->parts;) {
-      const size_t begin = i * s->length / s->parts;
-      const size_t end = (i + 1) * s->length / s->parts;
-      absl::Status read = ReadProcessMemory(
-          pid, SubRanges(s->ranges, begin, end), s->out + begin);
-      absl::MutexLock lock(&s->mu);
-      if (s->first_error.ok()) s->first_error = read;
-      ++s->finished;
-    }
-  };
-  for (size_t i = 1; i < parts; ++i) {
-    helpers->Schedule([split, claim_parts] { claim_parts(split.get()); });
+  // Part i is bytes [i * length / parts, (i + 1) * length / parts). This
+  // thread and the helpers claim parts as they come (ThreadPool::RunParts),
+  // so the read is never held up by a pool busy with other work.
+  std::vector<absl::Status> results(parts);
+  helpers->RunParts(static_cast<int64_t>(parts), [&](int64_t i) {
+    const size_t begin = i * length / parts;
+    const size_t end = (i + 1) * length / parts;
+    results[i] = ReadProcessMemory(pid, SubRanges(ranges, begin, end),
+                                   static_cast<char*>(out) + begin);
+  });
+  for (absl::Status& result : results) {
+    if (!result.ok()) return result;
   }
-  claim_parts(split.get());
-  // Every part is claimed now; wait for those that helpers still read.
-  absl::MutexLock lock(&split->mu);
-  split->mu.Await(absl::Condition(
-      +[](Split* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
-        return s->finished == s->parts;
-      },
-      split.get()));
-  return split->first_error;
+  return absl::OkStatus();
 }
 
 }  // namespace distflow
