@@ -97,7 +97,11 @@ void ThreadPool::RunParts(int64_t parts,
       s->finished += done;
     }
   };
-  const int64_t helpers = std::min<int64_t>(parts - 1, NumThreads());
+  // One helper per other thread that can run at once: more would only
+  // take turns on the cores, and one preempted in the middle of a part
+  // holds up the end.
+  const int64_t helpers = std::min<int64_t>(
+      {parts - 1, NumThreads(), HardwareThreads() - 1});
   for (int64_t h = 0; h < helpers; ++h) {
     pool_->Schedule([shared, claim] { claim(shared.get()); });
   }

@@ -50,7 +50,8 @@ class ThreadPool {
                    const std::function<void(int64_t, int64_t)>& fn);
 
   // Calls fn(i) for every i in [0, parts), on the calling thread and on up to
-  // parts - 1 of the pool's threads, and returns when all calls have
+  // parts - 1 of the pool's threads (no more than the machine's hardware
+  // threads can run beside the caller), and returns when all calls have
   // returned. Each participant claims parts until none is left, so a pool
   // thread that starts late (asleep, or busy with other work) finds nothing
   // to do: the call never waits for a thread to wake, only for parts already

@@ -71,7 +71,8 @@ double PoolCpuPerIdleStart(ThreadPool::IdleWait idle_wait) {
 // that spins first polls for a while after each (Eigen's pool: tens of
 // microseconds).
 TEST(ThreadPoolTest, APoolThatSleepsWhenIdleSpendsLessCpuBetweenClosures) {
-  const double spins = PoolCpuPerIdleStart(ThreadPool::IdleWait::kSpinThenSleep);
+  const double spins =
+      PoolCpuPerIdleStart(ThreadPool::IdleWait::kSpinThenSleep);
   const double sleeps = PoolCpuPerIdleStart(ThreadPool::IdleWait::kSleep);
   EXPECT_LT(sleeps, spins / 2) << "CPU seconds per closure: sleeping pool "
                                << sleeps << ", spinning pool " << spins;

@@ -97,7 +97,8 @@ void MatMulProduct(const T* a, const T* b, T* c, int64_t m, int64_t n,
     }
     pool->RunParts(pieces, [&](int64_t p) {
       const int64_t begin = p * blocks / pieces * kBlockAlign;
-      const int64_t end = std::min(side, (p + 1) * blocks / pieces * kBlockAlign);
+      const int64_t end =
+          std::min(side, (p + 1) * blocks / pieces * kBlockAlign);
       if (begin >= end) return;
       if (by_rows) {
         // Rows [begin, end) of op(a): row offset of a, or column offset of
