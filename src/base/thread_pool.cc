@@ -51,16 +51,20 @@ void ThreadPool::Schedule(std::function<void()> fn) {
 void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  // A few parts per thread that can run at once, so that one that starts
-  // late or runs slowly (its core shared with another process) leaves its
-  // share to the others; none cheaper than kMinCyclesPerPart.
+  // As many threads as the pool has (the caller being one of them), so that
+  // a one-thread pool runs its loops inline: on a machine whose cores other
+  // tasks keep busy, a second thread for an optimizer's update measured
+  // slower (docs/benchmarks.md). A few parts per thread, so that one that
+  // starts late or runs slowly leaves its share to the others; none cheaper
+  // than kMinCyclesPerPart.
   constexpr int64_t kPartsPerThread = 4;
+  const int threads = std::min(NumThreads(), HardwareThreads());
   const double cycles =
       static_cast<double>(n) * std::max<int64_t>(cost_per_unit, 1);
   const int64_t parts = std::min<int64_t>(
       {n, static_cast<int64_t>(cycles / kMinCyclesPerPart),
-       kPartsPerThread * std::min(NumThreads() + 1, HardwareThreads())});
-  if (parts <= 1) {
+       kPartsPerThread * threads});
+  if (threads <= 1 || parts <= 1) {
     fn(0, n);
     return;
   }

@@ -43,9 +43,10 @@ class ThreadPool {
   // Calls fn(begin, end) on disjoint ranges covering [0, n), on the calling
   // thread and the pool (as RunParts), and returns when all calls have
   // returned. `cost_per_unit` is the rough number of cycles one unit costs:
-  // small totals run inline on the caller, larger ones in parts of at least
-  // kMinCyclesPerPart, a few per thread so that the work evens out. Safe to
-  // call from the pool's own threads.
+  // small totals, and every loop of a one-thread pool, run inline on the
+  // caller; larger ones in parts of at least kMinCyclesPerPart, a few per
+  // thread so that the work evens out, on as many threads as the pool has
+  // (the caller counting as one). Safe to call from the pool's own threads.
   void ParallelFor(int64_t n, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
 

@@ -118,19 +118,21 @@ TEST(ThreadPoolTest, RunPartsDoesNotWaitForABusyPool) {
   EXPECT_EQ(calls.load(), 8);
 }
 
-// Called from the pool's own thread, a loop cannot wait on work queued behind
-// itself: the caller takes every part that no other thread has.
-TEST(ThreadPoolTest, ParallelForFromThePoolsOwnThreadFinishes) {
-  ThreadPool pool("test", 1);
-  std::vector<std::atomic<int>> hits(1000);
-  absl::Notification done;
-  pool.Schedule([&] {
-    pool.ParallelFor(hits.size(), 1000000, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) hits[i]++;
+// Called from every thread of the pool at once, a loop cannot wait on work
+// queued behind the callers: each caller takes the parts no other thread has.
+TEST(ThreadPoolTest, ParallelForFromEveryThreadOfThePoolFinishes) {
+  ThreadPool pool("test", 2);
+  std::vector<std::atomic<int>> hits(2000);
+  absl::BlockingCounter done(2);
+  for (int half = 0; half < 2; ++half) {
+    pool.Schedule([&, half] {
+      pool.ParallelFor(1000, 1000000, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) hits[half * 1000 + i]++;
+      });
+      done.DecrementCount();
     });
-    done.Notify();
-  });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  }
+  done.Wait();
   for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
 }
 

@@ -89,7 +89,7 @@ void MatMulProduct(const T* a, const T* b, T* c, int64_t m, int64_t n,
     int64_t pieces = 1;
     if (pool != nullptr && m * n * k >= kMinParallelMacs) {
       pieces = std::min<int64_t>(
-          {blocks, pool->NumThreads() + 1, ThreadPool::HardwareThreads()});
+          {blocks, pool->NumThreads(), ThreadPool::HardwareThreads()});
     }
     if (pieces <= 1) {
       Gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, n);
