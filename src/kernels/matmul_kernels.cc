@@ -77,9 +77,10 @@ void MatMulProduct(const T* a, const T* b, T* c, int64_t m, int64_t n,
     UseSingleThreadedBlas();
     const int64_t lda = ta ? m : k, ldb = tb ? k : n;
     // Split the longer side of the product into pieces of whole register
-    // tiles, one per thread that can run at once (more pieces cost more than
-    // they even out: each packs the other operand again, 7-15% more time at
-    // 4-6 pieces than at 2 in a single-threaded measurement). The caller and
+    // tiles, one per thread of the pool, the caller counting as one (more
+    // pieces cost more than they even out: each packs the other operand
+    // again, 2-15% more time at 4-6 pieces than at 2 in a single-threaded
+    // measurement). The caller and
     // the pool's threads claim pieces as they come (ThreadPool::RunParts): a
     // thread that wakes late, or is busy with another op's piece, leaves its
     // piece to the caller instead of holding the product up.
