@@ -69,7 +69,8 @@ class ThreadPool {
   // For Eigen tensor expressions that evaluate on this pool.
   const Eigen::ThreadPoolDevice& eigen_device() const { return *device_; }
 
-  // The number of hardware threads of this machine (at least 1).
+  // The number of hardware threads of this machine (at least 1), as counted
+  // when first asked.
   static int HardwareThreads();
 
  private:
