@@ -123,8 +123,8 @@ int ThreadPool::NumThreads() const { return pool_->NumThreads(); }
 
 int ThreadPool::HardwareThreads() {
   // Read once: glibc answers hardware_concurrency by opening and reading a
-  // sysfs file, and every parallel loop asks (a profile of a ps put it at 7%
-  // of the task's CPU, more than the tensor copies of its steps).
+  // sysfs file, and every parallel loop asks (a profile of a training ps put
+  // it at 7% of the task's CPU).
   static const int threads =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return threads;
