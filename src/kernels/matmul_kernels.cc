@@ -80,10 +80,10 @@ void MatMulProduct(const T* a, const T* b, T* c, int64_t m, int64_t n,
     // tiles, one per thread of the pool, the caller counting as one (more
     // pieces cost more than they even out: each packs the other operand
     // again, 2-15% more time at 4-6 pieces than at 2 in a single-threaded
-    // measurement). The caller and
-    // the pool's threads claim pieces as they come (ThreadPool::RunParts): a
-    // thread that wakes late, or is busy with another op's piece, leaves its
-    // piece to the caller instead of holding the product up.
+    // measurement). The caller and the pool's threads claim pieces as they
+    // come (ThreadPool::RunParts): a thread that wakes late, or is busy with
+    // another op's piece, leaves its piece to the caller instead of holding
+    // the product up.
     const bool by_rows = m >= n;
     const int64_t side = by_rows ? m : n;
     const int64_t blocks = (side + kBlockAlign - 1) / kBlockAlign;
