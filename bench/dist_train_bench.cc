@@ -90,14 +90,16 @@ double ProcessCpuSeconds(int pid) {
 // The CPU time that this process and the ps task spend per step: on two
 // cores it bounds the step rate where wall time swings with the load.
 struct CpuClock {
-  explicit CpuClock(int ps_pid)
+  // `self_name` labels this process's figure ("worker", "one_process").
+  CpuClock(int ps_pid, std::string self_name)
       : ps_pid(ps_pid),
+        self_name(std::move(self_name)),
         self(ProcessCpuSeconds(getpid())),
         ps(ps_pid > 0 ? ProcessCpuSeconds(ps_pid) : 0) {}
   // " worker_cpu_ms_per_step=... ps_cpu_ms_per_step=..."
   std::string PerStep(int64_t steps) const {
     std::string out =
-        absl::StrFormat(" worker_cpu_ms_per_step=%.3f",
+        absl::StrFormat(" %s_cpu_ms_per_step=%.3f", self_name,
                         (ProcessCpuSeconds(getpid()) - self) * 1e3 / steps);
     if (ps_pid > 0) {
       absl::StrAppendFormat(&out, " ps_cpu_ms_per_step=%.3f",
@@ -106,6 +108,7 @@ struct CpuClock {
     return out;
   }
   int ps_pid;
+  std::string self_name;
   double self, ps;
 };
 
@@ -131,11 +134,12 @@ absl::StatusOr<double> TimeSteps(Session* session,
                                  const fashion_mnist::Model& m,
                                  const df::data::LabeledImages& d,
                                  int64_t first, const Config& config,
-                                 std::string* cpu = nullptr) {
+                                 std::string* cpu = nullptr,
+                                 const std::string& cpu_name = "worker") {
   for (int64_t i = 0; i < config.warmup; ++i) {
     if (absl::Status s = Step(session, m, d, first + i); !s.ok()) return s;
   }
-  const CpuClock clock(config.ps_pid);
+  const CpuClock clock(config.ps_pid, cpu_name);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < config.steps; ++i) {
     absl::Status s = Step(session, m, d, first + config.warmup + i);
@@ -157,7 +161,14 @@ absl::StatusOr<double> SingleProcess(const df::data::LabeledImages& d,
   auto session = df::ClientSession::Create(root, options);
   if (!session.ok()) return session.status();
   if (absl::Status s = (*session)->RunTargets({m->init}); !s.ok()) return s;
-  return TimeSteps(session->get(), *m, d, 0, config);
+  std::string cpu;
+  auto rate = TimeSteps(session->get(), *m, d, 0, config, &cpu, "one_process");
+  // Beside the workers' lines: what the distributed step adds, in CPU time.
+  if (rate.ok()) {
+    std::printf("  distflow, one process: examples_per_sec=%.1f%s\n", *rate,
+                cpu.c_str());
+  }
+  return rate;
 }
 
 // Synchronous training until the job ends: the chief stops at global step
