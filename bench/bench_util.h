@@ -81,6 +81,44 @@ inline double CpuSeconds(pid_t pid) {
   return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
 }
 
+// The share of the machine's CPU time that its hypervisor gave to other
+// guests ("steal" in /proc/stat) from construction to Share(). On a virtual
+// machine whose host is oversubscribed it swings from nothing to more than
+// half of the time, and every wall-clock rate swings with it; a comparison
+// taken while one side lost its cores says nothing, so the benchmarks print
+// this beside their rates. Negative when /proc/stat cannot be read.
+class StealMeter {
+ public:
+  StealMeter() : start_(Read()) {}
+  double Share() const {
+    const Ticks now = Read();
+    const double total = static_cast<double>(now.total - start_.total);
+    if (start_.total == 0 || now.total == 0 || total <= 0) return -1;
+    return static_cast<double>(now.steal - start_.steal) / total;
+  }
+
+ private:
+  struct Ticks {
+    unsigned long long steal = 0, total = 0;
+  };
+  static Ticks Read() {
+    Ticks t;
+    FILE* f = std::fopen("/proc/stat", "r");
+    if (f == nullptr) return t;
+    // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
+    unsigned long long v[8] = {};
+    const int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+                              &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                              &v[7]);
+    std::fclose(f);
+    if (n != 8) return t;
+    for (unsigned long long x : v) t.total += x;
+    t.steal = v[7];
+    return t;
+  }
+  Ticks start_;
+};
+
 inline double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();

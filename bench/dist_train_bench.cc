@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -65,28 +66,6 @@ struct Config {
   std::string rows = "async,cost,sync";  // which comparisons to run
 };
 
-// CPU time (user + system, all threads) of process `pid` in seconds, from
-// /proc; 0 if it cannot be read.
-double ProcessCpuSeconds(int pid) {
-  FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/stat").c_str(), "r");
-  if (f == nullptr) return 0;
-  char buf[1024];
-  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  buf[n] = 0;
-  // Fields 14 and 15 (utime, stime) follow the command name, which is in
-  // parentheses and may hold spaces.
-  const char* p = std::strrchr(buf, ')');
-  unsigned long long utime = 0, stime = 0;
-  if (p == nullptr || std::sscanf(p + 2,
-                                  "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
-                                  "%*u %llu %llu",
-                                  &utime, &stime) != 2) {
-    return 0;
-  }
-  return static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK);
-}
-
 // The CPU time that this process and the ps task spend per step: on two
 // cores it bounds the step rate where wall time swings with the load.
 struct CpuClock {
@@ -94,16 +73,16 @@ struct CpuClock {
   CpuClock(int ps_pid, std::string self_name)
       : ps_pid(ps_pid),
         self_name(std::move(self_name)),
-        self(ProcessCpuSeconds(getpid())),
-        ps(ps_pid > 0 ? ProcessCpuSeconds(ps_pid) : 0) {}
+        self(bench::CpuSeconds(getpid())),
+        ps(ps_pid > 0 ? bench::CpuSeconds(ps_pid) : 0) {}
   // " worker_cpu_ms_per_step=... ps_cpu_ms_per_step=..."
   std::string PerStep(int64_t steps) const {
     std::string out =
         absl::StrFormat(" %s_cpu_ms_per_step=%.3f", self_name,
-                        (ProcessCpuSeconds(getpid()) - self) * 1e3 / steps);
+                        (bench::CpuSeconds(getpid()) - self) * 1e3 / steps);
     if (ps_pid > 0) {
       absl::StrAppendFormat(&out, " ps_cpu_ms_per_step=%.3f",
-                            (ProcessCpuSeconds(ps_pid) - ps) * 1e3 / steps);
+                            (bench::CpuSeconds(ps_pid) - ps) * 1e3 / steps);
     }
     return out;
   }
@@ -164,10 +143,7 @@ absl::StatusOr<double> SingleProcess(const df::data::LabeledImages& d,
   std::string cpu;
   auto rate = TimeSteps(session->get(), *m, d, 0, config, &cpu, "one_process");
   // Beside the workers' lines: what the distributed step adds, in CPU time.
-  if (rate.ok()) {
-    std::printf("  distflow, one process: examples_per_sec=%.1f%s\n", *rate,
-                cpu.c_str());
-  }
+  if (rate.ok()) std::printf("  distflow, one process:%s\n", cpu.c_str());
   return rate;
 }
 
@@ -373,7 +349,8 @@ absl::StatusOr<double> Torch(int trainers, bool sync, const Config& config) {
 
 // The best of `repeats` alternating runs of `ours` and `theirs`, printed as
 // one row: alternating keeps a change of the machine's load from favouring
-// one side.
+// one side. Each run prints the share of CPU time the host stole meanwhile
+// (bench::StealMeter): a run that lost its cores is no measure of either.
 bool CompareRow(const std::string& setup,
                 const std::function<absl::StatusOr<double>()>& ours,
                 const std::string& peer,
@@ -381,14 +358,18 @@ bool CompareRow(const std::string& setup,
                 int repeats) {
   double best_ours = 0, best_theirs = 0;
   for (int r = 0; r < repeats; ++r) {
-    for (auto [run, best] :
-         {std::pair{&ours, &best_ours}, std::pair{&theirs, &best_theirs}}) {
+    for (auto [run, best, name] :
+         {std::tuple{&ours, &best_ours, &setup},
+          std::tuple{&theirs, &best_theirs, &peer}}) {
+      const bench::StealMeter steal;
       absl::StatusOr<double> rate = (*run)();
       if (!rate.ok()) {
         std::fprintf(stderr, "dist_train_bench: %s: %s\n", setup.c_str(),
                      rate.status().ToString().c_str());
         return false;
       }
+      std::printf("  %s: %.0f examples/s, %.0f%% of the CPU time stolen\n",
+                  name->c_str(), *rate, 100 * steal.Share());
       *best = std::max(*best, *rate);
     }
   }

@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--cq-echo") {
     return ServeCompletionQueueEcho(argv[2]);
   }
+  const bench::StealMeter steal;
   auto fast = MeasureDistflowTasks(/*same_host=*/true);
   auto slow = MeasureDistflowTasks(/*same_host=*/false);
   if (!AllOk({&fast, &slow})) return 1;
@@ -316,5 +317,7 @@ int main(int argc, char** argv) {
       "%.2f), bare call on a CQ server %.1f us\n",
       dist.tiny_p50_us, dist.bare_rpc_p50_us,
       dist.bare_rpc_p50_us / dist.tiny_p50_us, dist.bare_cq_rpc_p50_us);
+  std::printf("the host stole %.0f%% of the machine's CPU time during the run\n",
+              100 * steal.Share());
   return 0;
 }

@@ -233,14 +233,15 @@ int main(int argc, char** argv) {
     sizes = {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
              int64_t{512} << 20};
   }
-  std::printf("%-8s %14s %14s %13s %10s %9s %12s %12s\n", "size",
+  std::printf("%-8s %14s %14s %13s %10s %9s %12s %12s %7s\n", "size",
               "same-host GB/s", "TCP path GB/s", "raw TCP GB/s", "same-host",
-              "TCP path", "CPU us/step", "CPU us/step");
+              "TCP path", "CPU us/step", "CPU us/step", "stolen");
   for (int64_t bytes : sizes) {
     // The three in turn, kRounds times, keeping each one's best round: a
     // burst of other load then costs one round of one side, not the ratio.
     double tcp = 0;
     DistflowResult fast, slow;
+    const bench::StealMeter steal;
     for (int round = 0; round < kRounds; ++round) {
       tcp = std::max(tcp, MeasureTcp(fd, bytes));
       const DistflowResult f = MeasureOnNewTasks(/*same_host=*/true, bytes);
@@ -251,15 +252,18 @@ int main(int argc, char** argv) {
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
-    std::printf("%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %12.0f %12.0f\n",
-                label.c_str(), fast.gbps, slow.gbps, tcp, fast.gbps / tcp,
-                slow.gbps / tcp, fast.cpu_us_per_step, slow.cpu_us_per_step);
+    std::printf(
+        "%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %12.0f %12.0f %6.0f%%\n",
+        label.c_str(), fast.gbps, slow.gbps, tcp, fast.gbps / tcp,
+        slow.gbps / tcp, fast.cpu_us_per_step, slow.cpu_us_per_step,
+        100 * steal.Share());
     std::fflush(stdout);
   }
   std::printf(
       "(distflow / raw TCP, the best of %d alternating rounds each; then the "
       "CPU time of both tasks per step in their best rounds, same-host path "
-      "and TCP path)\n",
+      "and TCP path; the share of the machine's CPU time its host stole "
+      "during the rounds)\n",
       kRounds);
   close(fd);
   return 0;
