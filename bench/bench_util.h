@@ -119,6 +119,13 @@ class StealMeter {
   Ticks start_;
 };
 
+// A measurement during which the host stole more than this share of the CPU
+// time is not a comparison: the benchmarks that compare in rounds run more
+// rounds (up to kExtraRoundsForSteal) to find quiet ones, and count a stolen
+// round only when no round was quiet.
+inline constexpr double kQuietStealShare = 0.05;
+inline constexpr int kExtraRoundsForSteal = 3;
+
 inline double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();

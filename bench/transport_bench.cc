@@ -239,32 +239,56 @@ int main(int argc, char** argv) {
   for (int64_t bytes : sizes) {
     // The three in turn, kRounds times, keeping each one's best round: a
     // burst of other load then costs one round of one side, not the ratio.
-    double tcp = 0;
-    DistflowResult fast, slow;
+    // A round in which the host stole CPU time counts only if none was
+    // quiet, and up to bench::kExtraRoundsForSteal more rounds look for
+    // quiet ones.
+    struct Best {
+      double tcp = 0;
+      DistflowResult fast, slow;
+      void Add(double t, const DistflowResult& f, const DistflowResult& s) {
+        tcp = std::max(tcp, t);
+        if (f.gbps > fast.gbps) fast = f;
+        if (s.gbps > slow.gbps) slow = s;
+      }
+    };
+    Best quiet_best, any_best;
+    int quiet = 0;
     const bench::StealMeter steal;
-    for (int round = 0; round < kRounds; ++round) {
-      tcp = std::max(tcp, MeasureTcp(fd, bytes));
+    for (int round = 0;
+         quiet < kRounds && round < kRounds + bench::kExtraRoundsForSteal;
+         ++round) {
+      const bench::StealMeter round_steal;
+      const double t = MeasureTcp(fd, bytes);
       const DistflowResult f = MeasureOnNewTasks(/*same_host=*/true, bytes);
-      if (f.gbps > fast.gbps) fast = f;
-      const DistflowResult t = MeasureOnNewTasks(/*same_host=*/false, bytes);
-      if (t.gbps > slow.gbps) slow = t;
+      const DistflowResult s = MeasureOnNewTasks(/*same_host=*/false, bytes);
+      any_best.Add(t, f, s);
+      if (round_steal.Share() <= bench::kQuietStealShare) {
+        ++quiet;
+        quiet_best.Add(t, f, s);
+      }
     }
+    const Best& best = quiet > 0 ? quiet_best : any_best;
+    const double tcp = best.tcp;
+    const DistflowResult& fast = best.fast;
+    const DistflowResult& slow = best.slow;
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
     std::printf(
-        "%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %12.0f %12.0f %6.0f%%\n",
+        "%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %12.0f %12.0f %6.0f%%%s\n",
         label.c_str(), fast.gbps, slow.gbps, tcp, fast.gbps / tcp,
         slow.gbps / tcp, fast.cpu_us_per_step, slow.cpu_us_per_step,
-        100 * steal.Share());
+        100 * steal.Share(),
+        quiet > 0 ? "" : "  (every round lost CPU time to the host)");
     std::fflush(stdout);
   }
   std::printf(
       "(distflow / raw TCP, the best of %d alternating rounds each; then the "
       "CPU time of both tasks per step in their best rounds, same-host path "
       "and TCP path; the share of the machine's CPU time its host stole "
-      "during the rounds)\n",
-      kRounds);
+      "during all rounds of the size, of which only rounds with at most "
+      "%.0f%% stolen count when there are any)\n",
+      kRounds, 100 * bench::kQuietStealShare);
   close(fd);
   return 0;
 }
