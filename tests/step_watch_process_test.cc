@@ -57,7 +57,14 @@ class StepWatchProcessTest : public ::testing::Test {
 
     Scope root = Scope::NewRootScope();
     Scope on_worker = root.WithDevice("/job:worker/task:0");
-    ps_done_ = ops::NoOp(root.WithDevice("/job:ps/task:0"));
+    Scope on_ps = root.WithDevice("/job:ps/task:0");
+    // The ps's part of a step logs itself in a queue there, so that a test
+    // can see it has ended.
+    Output ps_log = ops::FIFOQueue(on_ps.WithOpName("ps_log"),
+                                   DataType::kFloat, PartialTensorShape({}));
+    ps_done_ = ops::QueueEnqueue(on_ps.WithOpName("ps"), ps_log,
+                                 ops::Const(on_ps, 1.0f));
+    ps_parts_ended_ = ops::QueueSize(on_ps.WithOpName("ps_parts"), ps_log);
     Output queue = ops::FIFOQueue(on_worker.WithOpName("queue"),
                                   DataType::kFloat, PartialTensorShape({}));
     take_ = ops::QueueDequeue(on_worker.WithOpName("take"), queue);
@@ -83,19 +90,39 @@ class StepWatchProcessTest : public ::testing::Test {
   std::unique_ptr<Subprocess> ps_;
   std::unique_ptr<Server> server_;
   Operation ps_done_;
+  Output ps_parts_ended_;
+
+  // The number of the ps's parts that have ended, or -1 if it cannot be read.
+  int32_t PsPartsEnded() {
+    auto ended = session_->Run({ps_parts_ended_});
+    return ended.ok() ? (*ended)[0].scalar<int32_t>() : -1;
+  }
+
   // Runs, on step_thread_, a step with the ps's part and the worker's part
-  // that waits on the queue; its status goes to step_status_ when
-  // step_done_ is notified.
+  // that waits on the queue, and returns once the ps's part has ended (a
+  // fixed wait was not enough: on a loaded machine the ps could be stopped
+  // before the step reached it, which fails the step another way). The
+  // step's status goes to step_status_ when step_done_ is notified.
   void StartStep() {
     // The step's graphs are registered first, by a run that an item lets
     // end, so that the step below reaches the ps at once.
     ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
     auto warm = session_->Run({}, {take_}, {ps_done_});
     ASSERT_TRUE(warm.ok()) << warm.status();
+    const int32_t before = PsPartsEnded();
+    ASSERT_GE(before, 1);
     step_thread_ = std::thread([this] {
       step_status_ = session_->Run({}, {take_}, {ps_done_}).status();
       step_done_.Notify();
     });
+    const auto give_up = std::chrono::steady_clock::now() + kStartTimeout;
+    while (PsPartsEnded() <= before &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_GT(PsPartsEnded(), before)
+        << "the step's part on the ps did not end within "
+        << kStartTimeout.count() << " s";
   }
 
   Output take_;
@@ -107,10 +134,8 @@ class StepWatchProcessTest : public ::testing::Test {
 };
 
 TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
-  const auto start = std::chrono::steady_clock::now();
   ASSERT_NO_FATAL_FAILURE(StartStep());
-  // Long enough for the ps's part to end, short of the master's first probe.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
   ps_->Kill();
   if (!step_done_.WaitForNotificationWithTimeout(absl::FromChrono(kBound))) {
     ADD_FAILURE() << "the step still runs " << kBound.count()
@@ -142,7 +167,6 @@ TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
 // step must not wait for that answer once its own parts have ended.
 TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
   ASSERT_NO_FATAL_FAILURE(StartStep());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Pause();
   // Past the master's first probe, which now waits on the frozen ps.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -164,7 +188,6 @@ TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
 // deadline.
 TEST_F(StepWatchProcessTest, FrozenPsFailsTheStepNamingIt) {
   ASSERT_NO_FATAL_FAILURE(StartStep());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ps_->Pause();
   const auto start = std::chrono::steady_clock::now();
   const bool ended =

@@ -22,16 +22,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The master probes once a second; a few seconds is ample, and far below
-// the step deadline (an hour) that the step would otherwise wait for.
+// The master probes once a second; a few seconds after the ps goes away is
+// ample, and far below the step deadline (an hour) that the step would
+// otherwise wait for.
 constexpr auto kBound = std::chrono::seconds(8);
 
-// A step with a part on the ps that ends at once (a no-op) and a part on the
-// worker that waits on a queue nothing fills, so the step runs on after the
-// ps's part has ended.
+// A step with a part on the ps that ends at once (it logs itself in a queue
+// there) and a part on the worker that waits on a queue nothing fills, so
+// the step runs on after the ps's part has ended.
 struct BlockedStep {
   explicit BlockedStep(Scope root)
-      : ps_done(ops::NoOp(root.WithDevice("/job:ps/task:0").WithOpName("ps"))),
+      : ps_log(ops::FIFOQueue(
+            root.WithDevice("/job:ps/task:0").WithOpName("ps_log"),
+            DataType::kFloat, PartialTensorShape({}))),
+        ps_done(ops::QueueEnqueue(
+            root.WithDevice("/job:ps/task:0").WithOpName("ps"), ps_log,
+            ops::Const(root.WithDevice("/job:ps/task:0"), 1.0f))),
+        ps_parts_ended(ops::QueueSize(
+            root.WithDevice("/job:ps/task:0").WithOpName("ps_parts"), ps_log)),
         queue(ops::FIFOQueue(
             root.WithDevice("/job:worker/task:0").WithOpName("queue"),
             DataType::kFloat, PartialTensorShape({}))),
@@ -42,17 +50,38 @@ struct BlockedStep {
             ops::Const(root.WithDevice("/job:worker/task:0"), 7.0f))),
         size(ops::QueueSize(
             root.WithDevice("/job:worker/task:0").WithOpName("size"), queue)) {}
+  Output ps_log;
   Operation ps_done;
+  // How many of the ps's parts have ended (on this incarnation of the ps).
+  Output ps_parts_ended;
   Output queue;
   Output take;
   Operation put;
   Output size;
 };
 
-// Runs `step` on another thread and calls `stop` once the step is under
-// way (its ps part, a no-op, has ended). Returns the step's status and how
-// long it took. A step still running after kBound is a failure; the worker
-// is then killed, which ends it, so that the test fails rather than hangs.
+// How long a loaded machine may take to run the ps's part of a step.
+constexpr auto kPsPartBound = std::chrono::seconds(30);
+
+// Whether the ps's log holds `parts` entries within kPsPartBound, asked by
+// steps of their own (the session runs steps concurrently).
+bool PsPartsEnded(ClientSession* session, const BlockedStep& step,
+                  int32_t parts) {
+  const auto give_up = std::chrono::steady_clock::now() + kPsPartBound;
+  while (std::chrono::steady_clock::now() < give_up) {
+    auto ended = session->Run({step.ps_parts_ended});
+    if (ended.ok() && (*ended)[0].scalar<int32_t>() >= parts) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Runs `step` on another thread and calls `stop` once the step's part on the
+// ps has ended. (A fixed wait was not enough: on a loaded machine the ps
+// could go away before the step reached it, which fails the step another
+// way.) Returns the step's status and how long it ran on after `stop`. A
+// step still running kBound after `stop` is a failure; the worker is then
+// killed, which ends it, so that the test fails rather than hangs.
 absl::Status RunWhile(TestCluster* cluster, ClientSession* session,
                       const BlockedStep& step,
                       const std::function<void()>& stop,
@@ -62,15 +91,19 @@ absl::Status RunWhile(TestCluster* cluster, ClientSession* session,
   absl::Status warm = session->RunTargets({step.put});
   if (warm.ok()) warm = session->Run({}, {step.take}, {step.ps_done}).status();
   if (!warm.ok()) return warm;
+  auto logged = session->Run({step.ps_parts_ended});
+  if (!logged.ok()) return logged.status();
+  const int32_t before = (*logged)[0].scalar<int32_t>();
   absl::Status status;
   absl::Notification done;
-  const auto start = std::chrono::steady_clock::now();
   std::thread runner([&] {
     status = session->Run({}, {step.take}, {step.ps_done}).status();
     done.Notify();
   });
-  // Long enough for the ps's part to end, short of the master's first probe.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(PsPartsEnded(session, step, before + 1))
+      << "the step's part on the ps did not end within "
+      << kPsPartBound.count() << " s";
+  const auto start = std::chrono::steady_clock::now();
   stop();
   if (!done.WaitForNotificationWithTimeout(absl::FromChrono(kBound))) {
     ADD_FAILURE() << "the step still runs " << kBound.count()
