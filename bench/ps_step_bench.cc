@@ -7,6 +7,8 @@
 // with its same-host path (tensors copied straight between the processes:
 // distflow's, and TensorPipe's cross-memory attach) and held to TCP, as
 // between two hosts; each path is compared with the same path of the peer.
+// The four runs take turns for three rounds (more when the host steals CPU
+// time), and each figure is the best of its rounds.
 // Bare unary gRPC calls are printed for comparison: WorkerService.GetStatus
 // (which does no work) from the worker's process to the ps's server, the same
 // two processes with the same servers and channel settings; and the same calls
@@ -42,6 +44,8 @@ namespace df = distflow;
 namespace {
 
 constexpr int kSteps = 300;
+// Rounds of the four pull-and-push measurements (see main).
+constexpr int kMeasurementRounds = 3;
 
 struct Rates {
   double pull_push = 0;
@@ -281,11 +285,53 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--cq-echo") {
     return ServeCompletionQueueEcho(argv[2]);
   }
+  // Rounds of the four measurements in turn (distflow on each path, then
+  // PyTorch on each), keeping each one's best: a burst of load then costs one
+  // round of one side, not the ratio. A round in which the host stole CPU
+  // time counts only if none was quiet, and up to
+  // bench::kExtraRoundsForSteal more rounds look for quiet ones.
+  struct Best {
+    double fast_pull_push = 0, slow_pull_push = 0;
+    double torch_pull_push = 0, torch_tcp_pull_push = 0, torch_tiny = 0;
+    // distflow's same-host run with the fastest tiny step, whose call times
+    // and bare calls are printed with it.
+    Rates tiny_run;
+    void Add(const Rates& fast, const Rates& slow, const Rates& torch,
+             const Rates& torch_tcp) {
+      fast_pull_push = std::max(fast_pull_push, fast.pull_push);
+      slow_pull_push = std::max(slow_pull_push, slow.pull_push);
+      torch_pull_push = std::max(torch_pull_push, torch.pull_push);
+      torch_tcp_pull_push = std::max(torch_tcp_pull_push, torch_tcp.pull_push);
+      torch_tiny = std::max(torch_tiny, torch.tiny);
+      if (fast.tiny > tiny_run.tiny) tiny_run = fast;
+    }
+  };
+  Best quiet_best, any_best;
+  int quiet = 0, rounds = 0;
   const bench::StealMeter steal;
-  auto fast = MeasureDistflowTasks(/*same_host=*/true);
-  auto slow = MeasureDistflowTasks(/*same_host=*/false);
-  if (!AllOk({&fast, &slow})) return 1;
-  Rates& dist = *fast;
+  while (quiet < kMeasurementRounds &&
+         rounds < kMeasurementRounds + bench::kExtraRoundsForSteal) {
+    const bench::StealMeter round_steal;
+    auto fast = MeasureDistflowTasks(/*same_host=*/true);
+    auto slow = MeasureDistflowTasks(/*same_host=*/false);
+    auto torch = MeasureTorch(/*tcp_only=*/false);
+    auto torch_tcp = MeasureTorch(/*tcp_only=*/true);
+    if (!AllOk({&fast, &slow, &torch, &torch_tcp})) return 1;
+    ++rounds;
+    std::printf(
+        "round %d, %.0f%% stolen: pull+push same-host %.1f / %.1f, TCP %.1f / "
+        "%.1f; tiny %.1f / %.1f steps/s (distflow / PyTorch)\n",
+        rounds, 100 * round_steal.Share(), fast->pull_push, torch->pull_push,
+        slow->pull_push, torch_tcp->pull_push, fast->tiny, torch->tiny);
+    std::fflush(stdout);
+    any_best.Add(*fast, *slow, *torch, *torch_tcp);
+    if (round_steal.Share() <= bench::kQuietStealShare) {
+      ++quiet;
+      quiet_best.Add(*fast, *slow, *torch, *torch_tcp);
+    }
+  }
+  const Best& best = quiet > 0 ? quiet_best : any_best;
+  Rates dist = best.tiny_run;
   {
     const std::string address =
         absl::StrCat("127.0.0.1:", bench::PickFreePort());
@@ -295,17 +341,16 @@ int main(int argc, char** argv) {
     dist.bare_cq_rpc = (*bare)[0].per_second;
     dist.bare_cq_rpc_p50_us = (*bare)[0].p50_us;
   }
-  auto torch = MeasureTorch(/*tcp_only=*/false);
-  auto torch_tcp = MeasureTorch(/*tcp_only=*/true);
-  if (!AllOk({&torch, &torch_tcp})) return 1;
   std::printf("%-36s %12s %12s %8s\n", "step", "distflow/s", "PyTorch/s",
               "ratio");
   auto row = [&](const char* name, double mine, double peer) {
     std::printf("%-36s %12.1f %12.1f %8.2f\n", name, mine, peer, mine / peer);
   };
-  row("pull+push 4 MiB, same-host path", fast->pull_push, torch->pull_push);
-  row("pull+push 4 MiB, TCP path", slow->pull_push, torch_tcp->pull_push);
-  row("tiny (scalar += 1 on ps)", dist.tiny, torch->tiny);
+  row("pull+push 4 MiB, same-host path", best.fast_pull_push,
+      best.torch_pull_push);
+  row("pull+push 4 MiB, TCP path", best.slow_pull_push,
+      best.torch_tcp_pull_push);
+  row("tiny (scalar += 1 on ps)", dist.tiny, best.torch_tiny);
   std::printf("%-36s %12.1f %12s %8.2f  (tiny step / bare call)\n",
               "bare unary gRPC call", dist.bare_rpc, "-",
               dist.tiny / dist.bare_rpc);
@@ -317,7 +362,17 @@ int main(int argc, char** argv) {
       "%.2f), bare call on a CQ server %.1f us\n",
       dist.tiny_p50_us, dist.bare_rpc_p50_us,
       dist.bare_rpc_p50_us / dist.tiny_p50_us, dist.bare_cq_rpc_p50_us);
-  std::printf("the host stole %.0f%% of the machine's CPU time during the run\n",
-              100 * steal.Share());
+  if (quiet > 0) {
+    std::printf(
+        "(the best of %d rounds of each measurement in turn, counting rounds "
+        "with at most %.0f%% of the CPU time stolen by the host; it stole "
+        "%.0f%% during the whole run)\n",
+        quiet, 100 * bench::kQuietStealShare, 100 * steal.Share());
+  } else {
+    std::printf(
+        "(the best of %d rounds of each measurement in turn: every round lost "
+        "CPU time to the host, %.0f%% during the whole run)\n",
+        rounds, 100 * steal.Share());
+  }
   return 0;
 }
