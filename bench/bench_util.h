@@ -107,9 +107,9 @@ class StealMeter {
     if (f == nullptr) return t;
     // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
     unsigned long long v[8] = {};
-    const int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-                              &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                              &v[7]);
+    const int n =
+        std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                    &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
     std::fclose(f);
     if (n != 8) return t;
     for (unsigned long long x : v) t.total += x;
@@ -125,6 +125,39 @@ class StealMeter {
 // round only when no round was quiet.
 inline constexpr double kQuietStealShare = 0.05;
 inline constexpr int kExtraRoundsForSteal = 3;
+
+// The best of a comparison's rounds by that rule: `Best` gathers rounds (its
+// caller's `add` folds one in), once over every round and once over the quiet
+// ones, and best() is the quiet rounds' when there were any.
+template <typename Best>
+class QuietRounds {
+ public:
+  explicit QuietRounds(int rounds) : rounds_(rounds) {}
+  // Whether to run another round: fewer than `rounds` were quiet, and fewer
+  // than kExtraRoundsForSteal extra rounds have run.
+  bool WantsAnother() const {
+    return quiet_ < rounds_ && run_ < rounds_ + kExtraRoundsForSteal;
+  }
+  // Folds a round in with `add(Best*)`; `stolen` is its StealMeter share.
+  template <typename Add>
+  void Record(double stolen, const Add& add) {
+    ++run_;
+    add(&all_);
+    if (stolen <= kQuietStealShare) {
+      ++quiet_;
+      add(&quiet_best_);
+    }
+  }
+  const Best& best() const { return quiet_ > 0 ? quiet_best_ : all_; }
+  bool any_quiet() const { return quiet_ > 0; }
+  // The rounds that best() counts.
+  int counted() const { return quiet_ > 0 ? quiet_ : run_; }
+
+ private:
+  const int rounds_;
+  int run_ = 0, quiet_ = 0;
+  Best all_, quiet_best_;
+};
 
 inline double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -60,9 +60,9 @@ struct Config {
   // Of the single-process session, and of the worker's server that replaces
   // it in the cost row.
   int local_threads = 2;
-  int repeats = 2;        // alternating runs of each side; the best counts
-  bool sync = false;      // of a worker process: SyncReplicasOptimizer
-  int ps_pid = 0;         // of a worker process: the ps task, for its CPU time
+  int repeats = 2;    // alternating runs of each side; the best counts
+  bool sync = false;  // of a worker process: SyncReplicasOptimizer
+  int ps_pid = 0;     // of a worker process: the ps task, for its CPU time
   std::string rows = "async,cost,sync";  // which comparisons to run
 };
 
@@ -358,13 +358,13 @@ bool CompareRow(const std::string& setup,
                 const std::string& peer,
                 const std::function<absl::StatusOr<double>()>& theirs,
                 int repeats) {
-  double quiet_ours = 0, quiet_theirs = 0, any_ours = 0, any_theirs = 0;
-  int quiet = 0;
-  for (int pair = 0;
-       quiet < repeats && pair < repeats + bench::kExtraRoundsForSteal;
-       ++pair) {
+  struct Best {
+    double ours = 0, theirs = 0;
+  };
+  bench::QuietRounds<Best> pairs(repeats);
+  while (pairs.WantsAnother()) {
     double rates[2] = {0, 0};
-    bool pair_quiet = true;
+    double stolen = 0;  // the more of the two runs'
     int side = 0;
     for (auto [run, name] :
          {std::pair{&ours, &setup}, std::pair{&theirs, &peer}}) {
@@ -375,25 +375,22 @@ bool CompareRow(const std::string& setup,
                      rate.status().ToString().c_str());
         return false;
       }
-      const double stolen = steal.Share();
+      const double share = steal.Share();
       std::printf("  %s: %.0f examples/s, %.0f%% of the CPU time stolen\n",
-                  name->c_str(), *rate, 100 * stolen);
-      pair_quiet &= stolen <= bench::kQuietStealShare;
+                  name->c_str(), *rate, 100 * share);
+      stolen = std::max(stolen, share);
       rates[side++] = *rate;
     }
-    any_ours = std::max(any_ours, rates[0]);
-    any_theirs = std::max(any_theirs, rates[1]);
-    if (pair_quiet) {
-      ++quiet;
-      quiet_ours = std::max(quiet_ours, rates[0]);
-      quiet_theirs = std::max(quiet_theirs, rates[1]);
-    }
+    pairs.Record(stolen, [&](Best* best) {
+      best->ours = std::max(best->ours, rates[0]);
+      best->theirs = std::max(best->theirs, rates[1]);
+    });
   }
-  const double best_ours = quiet > 0 ? quiet_ours : any_ours;
-  const double best_theirs = quiet > 0 ? quiet_theirs : any_theirs;
-  std::printf("%-30s %12.0f  %-24s %12.0f %7.2f%s\n", setup.c_str(), best_ours,
-              peer.c_str(), best_theirs, best_ours / best_theirs,
-              quiet > 0 ? "" : "  (every pair lost CPU time to the host)");
+  const Best& best = pairs.best();
+  std::printf(
+      "%-30s %12.0f  %-24s %12.0f %7.2f%s\n", setup.c_str(), best.ours,
+      peer.c_str(), best.theirs, best.ours / best.theirs,
+      pairs.any_quiet() ? "" : "  (every pair lost CPU time to the host)");
   std::fflush(stdout);
   return true;
 }

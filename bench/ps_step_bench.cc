@@ -296,41 +296,34 @@ int main(int argc, char** argv) {
     // distflow's same-host run with the fastest tiny step, whose call times
     // and bare calls are printed with it.
     Rates tiny_run;
-    void Add(const Rates& fast, const Rates& slow, const Rates& torch,
-             const Rates& torch_tcp) {
-      fast_pull_push = std::max(fast_pull_push, fast.pull_push);
-      slow_pull_push = std::max(slow_pull_push, slow.pull_push);
-      torch_pull_push = std::max(torch_pull_push, torch.pull_push);
-      torch_tcp_pull_push = std::max(torch_tcp_pull_push, torch_tcp.pull_push);
-      torch_tiny = std::max(torch_tiny, torch.tiny);
-      if (fast.tiny > tiny_run.tiny) tiny_run = fast;
-    }
   };
-  Best quiet_best, any_best;
-  int quiet = 0, rounds = 0;
+  bench::QuietRounds<Best> rounds(kMeasurementRounds);
   const bench::StealMeter steal;
-  while (quiet < kMeasurementRounds &&
-         rounds < kMeasurementRounds + bench::kExtraRoundsForSteal) {
+  for (int round = 1; rounds.WantsAnother(); ++round) {
     const bench::StealMeter round_steal;
     auto fast = MeasureDistflowTasks(/*same_host=*/true);
     auto slow = MeasureDistflowTasks(/*same_host=*/false);
     auto torch = MeasureTorch(/*tcp_only=*/false);
     auto torch_tcp = MeasureTorch(/*tcp_only=*/true);
     if (!AllOk({&fast, &slow, &torch, &torch_tcp})) return 1;
-    ++rounds;
+    const double stolen = round_steal.Share();
     std::printf(
         "round %d, %.0f%% stolen: pull+push same-host %.1f / %.1f, TCP %.1f / "
         "%.1f; tiny %.1f / %.1f steps/s (distflow / PyTorch)\n",
-        rounds, 100 * round_steal.Share(), fast->pull_push, torch->pull_push,
-        slow->pull_push, torch_tcp->pull_push, fast->tiny, torch->tiny);
+        round, 100 * stolen, fast->pull_push, torch->pull_push, slow->pull_push,
+        torch_tcp->pull_push, fast->tiny, torch->tiny);
     std::fflush(stdout);
-    any_best.Add(*fast, *slow, *torch, *torch_tcp);
-    if (round_steal.Share() <= bench::kQuietStealShare) {
-      ++quiet;
-      quiet_best.Add(*fast, *slow, *torch, *torch_tcp);
-    }
+    rounds.Record(stolen, [&](Best* best) {
+      best->fast_pull_push = std::max(best->fast_pull_push, fast->pull_push);
+      best->slow_pull_push = std::max(best->slow_pull_push, slow->pull_push);
+      best->torch_pull_push = std::max(best->torch_pull_push, torch->pull_push);
+      best->torch_tcp_pull_push =
+          std::max(best->torch_tcp_pull_push, torch_tcp->pull_push);
+      best->torch_tiny = std::max(best->torch_tiny, torch->tiny);
+      if (fast->tiny > best->tiny_run.tiny) best->tiny_run = *fast;
+    });
   }
-  const Best& best = quiet > 0 ? quiet_best : any_best;
+  const Best& best = rounds.best();
   Rates dist = best.tiny_run;
   {
     const std::string address =
@@ -362,17 +355,17 @@ int main(int argc, char** argv) {
       "%.2f), bare call on a CQ server %.1f us\n",
       dist.tiny_p50_us, dist.bare_rpc_p50_us,
       dist.bare_rpc_p50_us / dist.tiny_p50_us, dist.bare_cq_rpc_p50_us);
-  if (quiet > 0) {
+  if (rounds.any_quiet()) {
     std::printf(
         "(the best of %d rounds of each measurement in turn, counting rounds "
         "with at most %.0f%% of the CPU time stolen by the host; it stole "
         "%.0f%% during the whole run)\n",
-        quiet, 100 * bench::kQuietStealShare, 100 * steal.Share());
+        rounds.counted(), 100 * bench::kQuietStealShare, 100 * steal.Share());
   } else {
     std::printf(
         "(the best of %d rounds of each measurement in turn: every round lost "
         "CPU time to the host, %.0f%% during the whole run)\n",
-        rounds, 100 * steal.Share());
+        rounds.counted(), 100 * steal.Share());
   }
   return 0;
 }

@@ -245,32 +245,23 @@ int main(int argc, char** argv) {
     struct Best {
       double tcp = 0;
       DistflowResult fast, slow;
-      void Add(double t, const DistflowResult& f, const DistflowResult& s) {
-        tcp = std::max(tcp, t);
-        if (f.gbps > fast.gbps) fast = f;
-        if (s.gbps > slow.gbps) slow = s;
-      }
     };
-    Best quiet_best, any_best;
-    int quiet = 0;
+    bench::QuietRounds<Best> rounds(kRounds);
     const bench::StealMeter steal;
-    for (int round = 0;
-         quiet < kRounds && round < kRounds + bench::kExtraRoundsForSteal;
-         ++round) {
+    while (rounds.WantsAnother()) {
       const bench::StealMeter round_steal;
       const double t = MeasureTcp(fd, bytes);
       const DistflowResult f = MeasureOnNewTasks(/*same_host=*/true, bytes);
       const DistflowResult s = MeasureOnNewTasks(/*same_host=*/false, bytes);
-      any_best.Add(t, f, s);
-      if (round_steal.Share() <= bench::kQuietStealShare) {
-        ++quiet;
-        quiet_best.Add(t, f, s);
-      }
+      rounds.Record(round_steal.Share(), [&](Best* best) {
+        best->tcp = std::max(best->tcp, t);
+        if (f.gbps > best->fast.gbps) best->fast = f;
+        if (s.gbps > best->slow.gbps) best->slow = s;
+      });
     }
-    const Best& best = quiet > 0 ? quiet_best : any_best;
-    const double tcp = best.tcp;
-    const DistflowResult& fast = best.fast;
-    const DistflowResult& slow = best.slow;
+    const double tcp = rounds.best().tcp;
+    const DistflowResult& fast = rounds.best().fast;
+    const DistflowResult& slow = rounds.best().slow;
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
@@ -279,7 +270,7 @@ int main(int argc, char** argv) {
         label.c_str(), fast.gbps, slow.gbps, tcp, fast.gbps / tcp,
         slow.gbps / tcp, fast.cpu_us_per_step, slow.cpu_us_per_step,
         100 * steal.Share(),
-        quiet > 0 ? "" : "  (every round lost CPU time to the host)");
+        rounds.any_quiet() ? "" : "  (every round lost CPU time to the host)");
     std::fflush(stdout);
   }
   std::printf(
