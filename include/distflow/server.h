@@ -41,8 +41,11 @@ struct ServerOptions {
   int64_t rpc_timeout_ms = 30'000;
   // Deadline of one step on one task, and of one tensor transfer.
   int64_t step_timeout_ms = 3'600'000;
-  // Large tensors between two tasks on this machine are copied straight from
-  // the sender's memory (process_vm_readv) instead of crossing TCP. Where the
+  // Large tensors between two tasks on this machine skip TCP: the receiver
+  // maps the sender's memory and computes on the tensor where it lies (the
+  // server keeps large tensors in memory other processes can map; the
+  // environment variable DISTFLOW_SHARED_TENSORS=0 keeps them on the heap),
+  // or copies it straight out of the sender (process_vm_readv). Where the
   // processes may not read each other (another host or pid namespace, a
   // restrictive ptrace policy) the pair falls back to TCP by itself. The
   // environment variable DISTFLOW_SAME_HOST_TRANSPORT=0 also turns it off.

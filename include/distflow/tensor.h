@@ -33,6 +33,10 @@ class TensorBuffer {
   virtual ~TensorBuffer() = default;
   virtual void* data() const = 0;
   virtual size_t size() const = 0;  // bytes
+  // True while the memory must not be written in place because another
+  // process reads it (a tensor offered to a task of the same host), or
+  // because it is another process's. Whoever would update it copies first.
+  virtual bool SharedWithOtherProcesses() const { return false; }
 };
 
 class Tensor {

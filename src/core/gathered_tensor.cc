@@ -92,4 +92,27 @@ ByteRanges TensorByteRanges(const Tensor& tensor) {
   return ranges;
 }
 
+std::optional<Tensor> GatheredElements(const Tensor& tensor, int64_t begin,
+                                       int64_t end) {
+  const auto* gathered =
+      dynamic_cast<const GatheredBuffer*>(tensor.buffer().get());
+  if (gathered == nullptr || tensor.dims() != 1) return std::nullopt;
+  const int64_t element = static_cast<int64_t>(DataTypeSize(tensor.dtype()));
+  begin += static_cast<int64_t>(tensor.buffer_offset()) / element;
+  end += static_cast<int64_t>(tensor.buffer_offset()) / element;
+  int64_t part_begin = 0;
+  for (const Tensor& part : gathered->parts()) {
+    const int64_t part_end = part_begin + part.NumElements();
+    if (begin >= part_begin && end <= part_end) {
+      absl::StatusOr<Tensor> flat =
+          part.Reshape(TensorShape({part.NumElements()}));
+      if (!flat.ok()) return std::nullopt;
+      return flat->Slice(begin - part_begin, end - part_begin);
+    }
+    if (begin < part_end) return std::nullopt;
+    part_begin = part_end;
+  }
+  return std::nullopt;
+}
+
 }  // namespace distflow

@@ -11,6 +11,7 @@
 #ifndef DISTFLOW_CORE_GATHERED_TENSOR_H_
 #define DISTFLOW_CORE_GATHERED_TENSOR_H_
 
+#include <optional>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -32,6 +33,12 @@ absl::StatusOr<Tensor> GatherTensors(DataType dtype, std::vector<Tensor> parts);
 // a gathered tensor's contiguous copy.
 using ByteRanges = absl::InlinedVector<absl::Span<const char>, 4>;
 ByteRanges TensorByteRanges(const Tensor& tensor);
+
+// Elements [begin, end) of a 1-D gathered `tensor`, as a view into the one
+// part that holds them all, so that taking a packed transfer apart copies
+// nothing; nullopt when `tensor` is not gathered or the elements span parts.
+std::optional<Tensor> GatheredElements(const Tensor& tensor, int64_t begin,
+                                       int64_t end);
 
 }  // namespace distflow
 

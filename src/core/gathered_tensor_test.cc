@@ -1,6 +1,7 @@
 #include "core/gathered_tensor.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,30 @@ TEST(GatheredTensorTest, RefusesMixedOrVariableSizeTypes) {
   absl::StatusOr<Tensor> strings = GatherTensors(
       DataType::kString, {Tensor::Scalar<std::string>("a")});
   EXPECT_EQ(strings.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Taking a member back out of a gathered tensor views the part itself (a
+// received pack whose parts were mapped, not copied together).
+TEST(GatheredTensorTest, ElementsWithinOnePartAreAViewOfIt) {
+  Tensor a = Tensor::Vector<float>({1, 2, 3});
+  Tensor b = *Tensor::Vector<float>({4, 5, 6, 7}).Reshape(TensorShape({2, 2}));
+  absl::StatusOr<Tensor> packed = GatherTensors(DataType::kFloat, {a, b});
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  std::optional<Tensor> second = GatheredElements(*packed, 3, 7);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->shape(), TensorShape({4}));
+  EXPECT_EQ(second->raw_data(), b.raw_data());
+  std::optional<Tensor> inner = GatheredElements(*packed, 1, 3);
+  ASSERT_TRUE(inner.has_value());
+  EXPECT_EQ(inner->flat<float>()[0], 2);
+  EXPECT_TRUE(inner->SharesBufferWith(a));
+  // A view of the gathered tensor counts from its own start.
+  std::optional<Tensor> shifted = GatheredElements(packed->Slice(3, 7), 1, 2);
+  ASSERT_TRUE(shifted.has_value());
+  EXPECT_EQ(shifted->flat<float>()[0], 5);
+  // Across two parts, or of an ordinary tensor: no view.
+  EXPECT_FALSE(GatheredElements(*packed, 2, 4).has_value());
+  EXPECT_FALSE(GatheredElements(a, 0, 1).has_value());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "base/aligned_memory.h"
 #include "base/logging.h"
+#include "base/shared_arena.h"
 #include "core/type_dispatch.h"
 
 namespace distflow {
@@ -30,15 +31,23 @@ size_t ElementSize(DataType dtype) {
 }
 
 // A 64-byte-aligned heap buffer (on huge pages when large, see
-// base/aligned_memory.h). For object element types (string, resource) it
-// constructs the elements and destroys them with the buffer.
+// base/aligned_memory.h), or, for a large buffer of numbers in a process
+// with a tensor arena (a task's server), a block of the arena, which tasks of
+// the same host map instead of copying (base/shared_arena.h). For object
+// element types (string, resource) it constructs the elements and destroys
+// them with the buffer.
 class AlignedBuffer : public TensorBuffer {
  public:
   AlignedBuffer(DataType dtype, int64_t num_elements, bool zero)
       : dtype_(dtype),
         num_elements_(num_elements),
         size_(ElementSize(dtype) * num_elements) {
-    data_ = AllocateAligned(Allocated(), kAlignment);
+    if (size_ >= kMinSharedBlockBytes && DataTypeSize(dtype) > 0) {
+      arena_ = SharedArena::Get();
+      if (arena_ != nullptr) block_ = arena_->Allocate(size_);
+    }
+    data_ = block_ >= 0 ? arena_->data(static_cast<uint32_t>(block_))
+                        : AllocateAligned(Allocated(), kAlignment);
     if (data_ == nullptr) throw std::bad_alloc();
     if (dtype_ == DataType::kString) {
       auto* p = static_cast<std::string*>(data_);
@@ -58,10 +67,17 @@ class AlignedBuffer : public TensorBuffer {
       auto* p = static_cast<ResourceHandle*>(data_);
       for (int64_t i = 0; i < num_elements_; ++i) p[i].~ResourceHandle();
     }
-    FreeAligned(data_, Allocated());
+    if (block_ >= 0) {
+      arena_->Free(static_cast<uint32_t>(block_));
+    } else {
+      FreeAligned(data_, Allocated());
+    }
   }
   void* data() const override { return data_; }
   size_t size() const override { return size_; }
+  bool SharedWithOtherProcesses() const override {
+    return block_ >= 0 && arena_->ReadElsewhere(static_cast<uint32_t>(block_));
+  }
 
  private:
   // The bytes asked of the allocator: a whole number of alignment units.
@@ -73,6 +89,8 @@ class AlignedBuffer : public TensorBuffer {
   DataType dtype_;
   int64_t num_elements_;
   size_t size_;
+  SharedArena* arena_ = nullptr;
+  int64_t block_ = -1;  // the arena's block, or -1 for heap memory
   void* data_;
 };
 

@@ -1,8 +1,10 @@
 // Slice, Pad (with zeros) and Tile.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/gathered_tensor.h"
 #include "core/type_dispatch.h"
 #include "graph/ops/array_util.h"
 #include "kernels/copy_box.h"
@@ -56,7 +58,13 @@ class SliceOp : public OpKernel {
       if (i > 0 && (begin[i] != 0 || size[i] != dim)) rows_only = false;
     }
     if (rows_only) {
-      ctx->set_output(0, x.Slice(begin[0], begin[0] + size[0]));
+      // A member of a packed transfer whose parts were not copied together
+      // (a received pack mapped from the sender) is a view of its part.
+      std::optional<Tensor> part =
+          rank == 1 ? GatheredElements(x, begin[0], begin[0] + size[0])
+                    : std::nullopt;
+      ctx->set_output(0, part ? *std::move(part)
+                              : x.Slice(begin[0], begin[0] + size[0]));
       return;
     }
     Tensor* out =

@@ -12,7 +12,8 @@
 namespace distflow {
 
 Tensor* Var::mutable_value() {
-  if (value_.buffer().use_count() > 1) {
+  if (value_.buffer().use_count() > 1 ||
+      value_.buffer()->SharedWithOtherProcesses()) {
     value_ = value_.Copy();
   } else {
     // use_count() is a relaxed read; the fence orders it after the release

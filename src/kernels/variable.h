@@ -33,7 +33,7 @@ class Var : public ResourceBase {
     initialized_ = true;
   }
   // The value, ready to be written in place: copied first if anyone else holds
-  // its buffer.
+  // its buffer, or another process reads it.
   Tensor* mutable_value() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::string DebugString() const override;

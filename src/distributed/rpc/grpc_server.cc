@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/mutex_checks.h"
+#include "base/shared_arena.h"
 #include "base/step_trace.h"
 #include "distributed/local_master.h"
 #include "distributed/rpc/data_socket.h"
@@ -178,6 +179,15 @@ absl::Status GrpcServer::Start() {
   // option, or by the environment for a whole job).
   const bool same_host =
       options_.same_host_transport && SameHostTransportAllowedByEnv();
+  if (same_host && SharedTensorsAllowedByEnv()) {
+    // Large tensors made from now on go where tasks of this host can map
+    // them. Without an arena they stay on the heap and are copied.
+    const absl::Status arena = SharedArena::Enable();
+    if (!arena.ok()) {
+      DF_LOG(Warning) << "tensors to tasks of this host will be copied: "
+                      << arena.message();
+    }
+  }
   PushPaths paths;
   paths.same_host = same_host;
   paths.data_connection =

@@ -10,8 +10,14 @@
 #include <cstring>
 #include <fstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "base/shared_arena.h"
+#include "core/gathered_tensor.h"
 #include "distributed/rpc/grpc_util.h"
 
 namespace distflow {
@@ -148,6 +154,128 @@ absl::Status ReadProcessMemory(int64_t pid,
     if (!result.ok()) return result;
   }
   return absl::OkStatus();
+}
+
+bool SharedTensorsAllowedByEnv() {
+  return EnabledByEnv("DISTFLOW_SHARED_TENSORS");
+}
+
+namespace {
+
+// The arenas of the senders this process has taken tensors from, by (pid,
+// token), or why one could not be attached (not tried again).
+struct AttachedArenas {
+  absl::Mutex mu;
+  absl::flat_hash_map<std::pair<int64_t, uint64_t>,
+                      absl::StatusOr<std::shared_ptr<AttachedArena>>>
+      by_sender ABSL_GUARDED_BY(mu);
+};
+
+absl::StatusOr<std::shared_ptr<AttachedArena>> ArenaOf(int64_t pid, int fd,
+                                                       uint64_t token) {
+  static AttachedArenas* const arenas = new AttachedArenas;
+  absl::MutexLock lock(&arenas->mu);
+  auto found = arenas->by_sender.find({pid, token});
+  if (found != arenas->by_sender.end()) return found->second;
+  // A new sender: forget those that exited (their memory stays mapped only
+  // while tensors over it live).
+  for (auto it = arenas->by_sender.begin(); it != arenas->by_sender.end();) {
+    if (!it->second.ok() || (*it->second)->OwnerGone()) {
+      arenas->by_sender.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  auto attached = AttachedArena::Attach(pid, fd, token);
+  if (!attached.ok()) {
+    DF_LOG(Warning) << "copying tensors from process " << pid
+                    << " instead of mapping them: "
+                    << attached.status().message();
+  }
+  arenas->by_sender.emplace(std::make_pair(pid, token), attached);
+  return attached;
+}
+
+// Bytes of a sender's arena that a tensor of this process views: counted as
+// read until the last Tensor over them goes away. Never written here (they
+// are mapped read-only).
+class HeldBlock : public TensorBuffer {
+ public:
+  HeldBlock(std::shared_ptr<AttachedArena> arena, uint32_t block,
+            const char* data, size_t size)
+      : arena_(std::move(arena)), block_(block), data_(data), size_(size) {}
+  ~HeldBlock() override { arena_->Release(block_); }
+  void* data() const override { return const_cast<char*>(data_); }
+  size_t size() const override { return size_; }
+  bool SharedWithOtherProcesses() const override { return true; }
+
+ private:
+  const std::shared_ptr<AttachedArena> arena_;
+  const uint32_t block_;
+  const char* const data_;
+  const size_t size_;
+};
+
+}  // namespace
+
+absl::StatusOr<Tensor> MapOfferedTensor(int64_t pid, int arena_fd,
+                                        uint64_t arena_token,
+                                        absl::Span<const OfferedRange> ranges,
+                                        DataType dtype,
+                                        const TensorShape& shape) {
+  const size_t element = DataTypeSize(dtype);
+  size_t total = 0;
+  for (const OfferedRange& r : ranges) {
+    if (element == 0 || r.where.length % element != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a same-host run of ", r.where.length, " bytes is not a whole number "
+          "of ", DataTypeName(dtype), " elements"));
+    }
+    total += r.where.length;
+  }
+  if (total != static_cast<size_t>(shape.num_elements()) * element) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "same-host runs of ", total, " bytes in all do not hold a ",
+        DataTypeName(dtype), " tensor of shape ", shape.DebugString()));
+  }
+  DF_ASSIGN_OR_RETURN(std::shared_ptr<AttachedArena> arena,
+                      ArenaOf(pid, arena_fd, arena_token));
+  // The runs in the arena are viewed where they lie; the others are copied
+  // together, in one read, into one buffer whose slices take their places.
+  std::vector<Tensor> parts(ranges.size());
+  std::vector<RemoteRange> copied;
+  size_t copied_bytes = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const OfferedRange& r = ranges[i];
+    const int64_t n = static_cast<int64_t>(r.where.length / element);
+    if (r.block < 0) {
+      copied.push_back(r.where);
+      copied_bytes += r.where.length;
+      continue;
+    }
+    const uint32_t block = static_cast<uint32_t>(r.block);
+    DF_ASSIGN_OR_RETURN(const char* data,
+                        arena->Hold(block, r.arena_offset, r.where.length));
+    parts[i] = Tensor(dtype, TensorShape({n}),
+                      std::make_shared<HeldBlock>(arena, block, data,
+                                                  r.where.length));
+  }
+  if (!copied.empty()) {
+    Tensor local = Tensor::Uninitialized(
+        dtype, TensorShape({static_cast<int64_t>(copied_bytes / element)}));
+    DF_RETURN_IF_ERROR(ReadProcessMemory(pid, copied, local.raw_data()));
+    int64_t at = 0;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i].block >= 0) continue;
+      const int64_t n = static_cast<int64_t>(ranges[i].where.length / element);
+      parts[i] = local.Slice(at, at + n);
+      at += n;
+    }
+  }
+  if (parts.size() == 1) return parts[0].Reshape(shape);
+  DF_ASSIGN_OR_RETURN(Tensor gathered, GatherTensors(dtype, std::move(parts)));
+  if (shape.dims() == 1) return gathered;
+  return gathered.Reshape(shape);
 }
 
 }  // namespace distflow

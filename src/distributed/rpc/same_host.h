@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "base/thread_pool.h"
+#include "distflow/tensor.h"
 
 namespace distflow {
 
@@ -59,6 +60,33 @@ absl::Status ReadProcessMemory(int64_t pid,
 // The part of `ranges` (laid end to end) from byte `begin` to byte `end`.
 std::vector<RemoteRange> SubRanges(absl::Span<const RemoteRange> ranges,
                                    size_t begin, size_t end);
+
+// Tensors offered out of the sender's tensor arena (base/shared_arena.h):
+// instead of copying, the receiver maps the arena and computes on the bytes
+// where they lie, holding them until its last Tensor over them goes away.
+//
+// One run of an offered tensor's bytes in the sender, and the arena block
+// that holds it (-1: not in the arena; those runs are copied).
+struct OfferedRange {
+  RemoteRange where;
+  int64_t block = -1;
+  uint64_t arena_offset = 0;
+};
+// The offered tensor of `dtype` and `shape`, whose bytes are `ranges` laid
+// end to end, over the sender's arena (attached once per sender and kept
+// while it lives). FAILED_PRECONDITION (the caller copies instead) when the
+// arena cannot be mapped; INVALID_ARGUMENT for an offer that names bytes
+// outside its blocks or runs of partial elements.
+absl::StatusOr<Tensor> MapOfferedTensor(int64_t pid, int arena_fd,
+                                        uint64_t arena_token,
+                                        absl::Span<const OfferedRange> ranges,
+                                        DataType dtype,
+                                        const TensorShape& shape);
+
+// False when DISTFLOW_SHARED_TENSORS is "0": tasks then keep their tensors on
+// the heap and copy them between processes (to measure, or to rule the
+// mapping out).
+bool SharedTensorsAllowedByEnv();
 
 }  // namespace distflow
 

@@ -9,12 +9,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "base/shared_arena.h"
 #include "base/thread_pool.h"
+#include "core/gathered_tensor.h"
+#include "kernels/variable.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -281,6 +285,119 @@ TEST(SameHostTest, OfferWhoseSizeDisagreesWithItsShapeIsInvalidArgument) {
   auto out = assembler.Add(Framed(header));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("'k'"));
+}
+
+// With a tensor arena (a task's server makes one), a large tensor is offered
+// by its block, and the receiver views the sender's memory instead of
+// copying it, holding the block while it does.
+TEST(SameHostTest, OfferedTensorInTheArenaIsMappedNotCopied) {
+  ASSERT_TRUE(SharedArena::Enable().ok());
+  Tensor value = Ramp(100'000);
+  ASSERT_FALSE(value.buffer()->SharedWithOtherProcesses());
+  PushAssembler assembler(RecvBufferPool::Create(size_t{64} << 20));
+  auto out = assembler.Add(EncodeSameHostPush(7, "k", value));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(out->same_host);
+  ASSERT_TRUE(out->value.IsInitialized());
+  EXPECT_TRUE(out->value.Equals(value));
+  EXPECT_EQ(out->value.shape(), value.shape());
+  // Both sides now treat the bytes as not to be written in place.
+  EXPECT_TRUE(out->value.buffer()->SharedWithOtherProcesses());
+  EXPECT_TRUE(value.buffer()->SharedWithOtherProcesses());
+  // No copy: the sender's later bytes show through the receiver's view.
+  value.flat<int32_t>()[99'999] = -5;
+  EXPECT_EQ(out->value.flat<int32_t>()[99'999], -5);
+  out->value = Tensor();
+  EXPECT_FALSE(value.buffer()->SharedWithOtherProcesses());
+}
+
+// A pack of arena tensors and a small heap one: the arena members are viewed
+// where they lie, the small one is copied, and each member comes back out
+// of the received pack without a copy.
+TEST(SameHostTest, PackedOfferMapsArenaMembersAndCopiesTheRest) {
+  ASSERT_TRUE(SharedArena::Enable().ok());
+  const Tensor big1 = Ramp(50'000), small = Ramp(10), big2 = Ramp(70'000);
+  auto packed = GatherTensors(DataType::kInt32, {big1, small, big2});
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  PushAssembler assembler;
+  auto out = assembler.Add(EncodeSameHostPush(3, "pack", *packed));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(out->value.IsInitialized());
+  EXPECT_EQ(out->value.NumElements(), 120'010);
+  int64_t at = 0;
+  for (const Tensor* member : {&big1, &small, &big2}) {
+    const int64_t n = member->NumElements();
+    std::optional<Tensor> got = GatheredElements(out->value, at, at + n);
+    ASSERT_TRUE(got.has_value()) << "member at " << at;
+    EXPECT_TRUE(got->Equals(*member)) << "member at " << at;
+    EXPECT_EQ(got->buffer()->SharedWithOtherProcesses(), n > 1000);
+    at += n;
+  }
+  // Elements across two members are not one part's view.
+  EXPECT_FALSE(GatheredElements(out->value, 49'999, 50'001).has_value());
+  EXPECT_TRUE(big1.buffer()->SharedWithOtherProcesses());
+  out->value = Tensor();
+  EXPECT_FALSE(big1.buffer()->SharedWithOtherProcesses());
+}
+
+// An offer naming bytes outside the block it names is refused as malformed;
+// one naming an arena that is not the sender's is copied instead.
+TEST(SameHostTest, ArenaOfferOutsideItsBlockIsInvalidAndAWrongArenaIsCopied) {
+  ASSERT_TRUE(SharedArena::Enable().ok());
+  Tensor value = Ramp(100'000);
+  proto::PushTensorHeader header;
+  {
+    grpc::ByteBuffer message = EncodeSameHostPush(1, "k", value);
+    ASSERT_TRUE(ParseFramedMessage(message, &header, "PushTensor").ok());
+  }
+  ASSERT_NE(header.same_host().arena_token(), 0u);
+  ASSERT_EQ(header.same_host().ranges_size(), 1);
+  PushAssembler assembler;
+
+  proto::PushTensorHeader outside = header;
+  outside.mutable_same_host()->mutable_ranges(0)->set_arena_offset(
+      header.same_host().ranges(0).arena_offset() + (1 << 20));
+  auto refused = assembler.Add(Framed(outside));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("'k'"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("block"));
+
+  proto::PushTensorHeader other = header;
+  other.mutable_same_host()->set_arena_token(header.same_host().arena_token() ^
+                                             1);
+  auto copied = assembler.Add(Framed(other));
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_TRUE(copied->value.IsInitialized());
+  EXPECT_TRUE(copied->value.Equals(value));
+  EXPECT_FALSE(copied->value.buffer()->SharedWithOtherProcesses());
+  EXPECT_FALSE(value.buffer()->SharedWithOtherProcesses());
+}
+
+// A variable whose value another process reads is copied before an update
+// writes it, so that the reader's view does not change under it.
+TEST(SameHostTest, VariableReadElsewhereIsCopiedBeforeAnUpdate) {
+  ASSERT_TRUE(SharedArena::Enable().ok());
+  Var var(DataType::kInt32);
+  Tensor received;
+  {
+    absl::MutexLock lock(var.mu());
+    var.set_value(Ramp(100'000));
+    PushAssembler assembler;
+    auto out = assembler.Add(EncodeSameHostPush(1, "k", var.value()));
+    ASSERT_TRUE(out.ok()) << out.status();
+    received = out->value;
+  }
+  absl::MutexLock lock(var.mu());
+  const void* before = var.value().raw_data();
+  const int32_t first = var.value().flat<int32_t>()[0];
+  Tensor* value = var.mutable_value();
+  EXPECT_NE(value->raw_data(), before);
+  value->flat<int32_t>()[0] = first + 77;
+  EXPECT_EQ(received.flat<int32_t>()[0], first);
+  // Once the reader lets go, updates are in place again.
+  received = Tensor();
+  const void* now = var.value().raw_data();
+  EXPECT_EQ(var.mutable_value()->raw_data(), now);
 }
 
 }  // namespace

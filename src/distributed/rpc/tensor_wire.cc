@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "base/shared_arena.h"
 #include "base/status_macros.h"
 #include "base/step_trace.h"
 #include "core/tensor_coding.h"
@@ -190,7 +191,32 @@ grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
   where->set_host_id(SameHostIdentity());
   where->set_pid(getpid());
   const ByteRanges ranges = TensorByteRanges(value);
-  if (ranges.size() == 1) {
+  // Runs in this process's arena can be mapped by the receiver; an offer
+  // that has some lists every run, each with its block if it has one.
+  const SharedArena* arena = SharedArena::Get();
+  std::vector<OfferedRange> runs(ranges.size());
+  bool mapped = false;
+  for (size_t i = 0; i < ranges.size() && arena != nullptr; ++i) {
+    uint32_t block = 0;
+    if (arena->Locate(ranges[i].data(), ranges[i].size(), &block,
+                      &runs[i].arena_offset)) {
+      runs[i].block = block;
+      mapped = true;
+    }
+  }
+  if (mapped) {
+    where->set_arena_token(arena->token());
+    where->set_arena_fd(arena->fd());
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      proto::SameHostRange* r = where->add_ranges();
+      r->set_address(reinterpret_cast<uint64_t>(ranges[i].data()));
+      r->set_length(ranges[i].size());
+      if (runs[i].block >= 0) {
+        r->set_arena_block(static_cast<uint32_t>(runs[i].block));
+        r->set_arena_offset(runs[i].arena_offset);
+      }
+    }
+  } else if (ranges.size() == 1) {
     where->set_address(reinterpret_cast<uint64_t>(ranges[0].data()));
   } else {
     for (absl::Span<const char> range : ranges) {
@@ -290,6 +316,25 @@ absl::Status PushAssembler::ReadFromSender(
                       "its same-host ranges hold ", sum, " bytes, not the ",
                       header.total_bytes(), " of the tensor")));
     }
+  }
+  if (where.arena_token() != 0) {
+    std::vector<OfferedRange> runs;
+    for (const proto::SameHostRange& r : where.ranges()) {
+      runs.push_back({{r.address(), static_cast<size_t>(r.length())},
+                      r.has_arena_block() ? int64_t{r.arena_block()} : -1,
+                      r.arena_offset()});
+    }
+    absl::StatusOr<Tensor> mapped = MapOfferedTensor(
+        where.pid(), where.arena_fd(), where.arena_token(), runs, dtype, shape);
+    if (mapped.ok()) {
+      out->value = *std::move(mapped);
+      out->same_host = true;
+      return absl::OkStatus();
+    }
+    if (absl::IsInvalidArgument(mapped.status())) {
+      return NamingTensor(header, mapped.status());
+    }
+    // The arena cannot be mapped here: copy the bytes instead.
   }
   DF_ASSIGN_OR_RETURN(Tensor value, NewTensor(dtype, shape));
   const int64_t start_ns = trace::SpanStart();
