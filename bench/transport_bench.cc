@@ -5,11 +5,14 @@
 // distflow: a variable of the given size lives on a ps task (child process);
 // each step the worker (this process) slices one element of it, so the whole
 // tensor crosses tasks once per step, master round trips included. Measured
-// twice: by the same-host path (the worker copies the tensor out of the ps
-// process's memory) and with it turned off, over TCP, as between two hosts
-// (tensors of 256 KiB or more on a data connection; DISTFLOW_DATA_CONNECTION=0
-// sends them over gRPC instead). TCP: the child reads a length-prefixed
-// message and answers one byte.
+// three times: by the same-host path as it is (the worker maps the tensor
+// where it lies in the ps's tensor arena: no byte moves, and the GB/s figure
+// is the size over the step's time), by the same-host path with the ps's
+// tensors on its heap (DISTFLOW_SHARED_TENSORS=0: the worker copies the
+// tensor out of the ps process's memory), and with the path turned off, over
+// TCP, as between two hosts (tensors of 256 KiB or more on a data
+// connection; DISTFLOW_DATA_CONNECTION=0 sends them over gRPC instead). TCP:
+// the child reads a length-prefixed message and answers one byte.
 // Usage: transport_bench [SIZE_KIB...] (default: 4, 1024, 65536, 524288).
 #include <netinet/tcp.h>
 
@@ -176,22 +179,25 @@ DistflowResult MeasureDistflow(const std::string& target, pid_t ps_pid,
   return result;
 }
 
-df::ServerOptions TransportOptions(bool same_host) {
+// How the tensor crosses from the ps to the worker.
+enum class Path { kMapped, kCopied, kTcp };
+
+df::ServerOptions TransportOptions(Path path) {
   df::ServerOptions options;
-  options.same_host_transport = same_host;
+  options.same_host_transport = path != Path::kTcp;
   return options;
 }
 
 // A ps task in a child process and a worker task in this one.
 struct TaskPair {
-  explicit TaskPair(bool same_host)
+  explicit TaskPair(Path path)
       : ps_address(absl::StrCat("127.0.0.1:", bench::PickFreePort())),
         worker_address(absl::StrCat("127.0.0.1:", bench::PickFreePort())),
         ps({"/proc/self/exe", "--ps", ps_address, worker_address,
-            same_host ? "1" : "0"}),
+            std::to_string(static_cast<int>(path))}),
         worker(df::GrpcServer::Create(
                    {{"ps", {ps_address}}, {"worker", {worker_address}}},
-                   "worker", 0, TransportOptions(same_host))
+                   "worker", 0, TransportOptions(path))
                    .value()) {}
   std::string ps_address;
   std::string worker_address;
@@ -203,8 +209,8 @@ struct TaskPair {
 // server at a time, as a task does. (Two servers in one process share gRPC's
 // poller: every event of one woke the other's polling thread too, which cost
 // both paths a wake-up per event.)
-DistflowResult MeasureOnNewTasks(bool same_host, int64_t bytes) {
-  TaskPair tasks(same_host);
+DistflowResult MeasureOnNewTasks(Path path, int64_t bytes) {
+  TaskPair tasks(path);
   return MeasureDistflow(tasks.worker->target(), tasks.ps.pid(), bytes);
 }
 
@@ -216,9 +222,11 @@ int main(int argc, char** argv) {
   }
   if (argc == 5 && std::string(argv[1]) == "--ps") {
     df::ClusterMap cluster = {{"ps", {argv[2]}}, {"worker", {argv[3]}}};
+    const Path path = static_cast<Path>(std::stoi(argv[4]));
+    // The ps's tensors on its heap: the worker copies them.
+    if (path == Path::kCopied) setenv("DISTFLOW_SHARED_TENSORS", "0", 1);
     auto server =
-        df::GrpcServer::Create(cluster, "ps", 0,
-                               TransportOptions(std::string(argv[4]) == "1"))
+        df::GrpcServer::Create(cluster, "ps", 0, TransportOptions(path))
             .value();
     return server->Join().ok() ? 0 : 1;
   }
@@ -233,9 +241,10 @@ int main(int argc, char** argv) {
     sizes = {int64_t{4} << 10, int64_t{1} << 20, int64_t{64} << 20,
              int64_t{512} << 20};
   }
-  std::printf("%-8s %14s %14s %13s %10s %9s %12s %12s %7s\n", "size",
-              "same-host GB/s", "TCP path GB/s", "raw TCP GB/s", "same-host",
-              "TCP path", "CPU us/step", "CPU us/step", "stolen");
+  std::printf("%-8s %11s %11s %11s %11s %8s %8s %8s %9s %9s %9s %7s\n",
+              "size", "mapped GB/s", "copied GB/s", "TCP GB/s", "raw TCP GB/s",
+              "mapped", "copied", "TCP", "CPU us", "CPU us", "CPU us",
+              "stolen");
   for (int64_t bytes : sizes) {
     // The three in turn, kRounds times, keeping each one's best round: a
     // burst of other load then costs one round of one side, not the ratio.
@@ -244,41 +253,47 @@ int main(int argc, char** argv) {
     // quiet ones.
     struct Best {
       double tcp = 0;
-      DistflowResult fast, slow;
+      DistflowResult path[3];  // by Path
     };
     bench::QuietRounds<Best> rounds(kRounds);
     const bench::StealMeter steal;
     while (rounds.WantsAnother()) {
       const bench::StealMeter round_steal;
       const double t = MeasureTcp(fd, bytes);
-      const DistflowResult f = MeasureOnNewTasks(/*same_host=*/true, bytes);
-      const DistflowResult s = MeasureOnNewTasks(/*same_host=*/false, bytes);
+      DistflowResult r[3];
+      for (Path p : {Path::kMapped, Path::kCopied, Path::kTcp}) {
+        r[static_cast<int>(p)] = MeasureOnNewTasks(p, bytes);
+      }
       rounds.Record(round_steal.Share(), [&](Best* best) {
         best->tcp = std::max(best->tcp, t);
-        if (f.gbps > best->fast.gbps) best->fast = f;
-        if (s.gbps > best->slow.gbps) best->slow = s;
+        for (int i = 0; i < 3; ++i) {
+          if (r[i].gbps > best->path[i].gbps) best->path[i] = r[i];
+        }
       });
     }
     const double tcp = rounds.best().tcp;
-    const DistflowResult& fast = rounds.best().fast;
-    const DistflowResult& slow = rounds.best().slow;
+    const DistflowResult* best = rounds.best().path;
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
     std::printf(
-        "%-8s %14.3f %14.3f %13.3f %10.2f %9.2f %12.0f %12.0f %6.0f%%%s\n",
-        label.c_str(), fast.gbps, slow.gbps, tcp, fast.gbps / tcp,
-        slow.gbps / tcp, fast.cpu_us_per_step, slow.cpu_us_per_step,
-        100 * steal.Share(),
+        "%-8s %11.3f %11.3f %11.3f %11.3f %8.2f %8.2f %8.2f %9.0f %9.0f %9.0f "
+        "%6.0f%%%s\n",
+        label.c_str(), best[0].gbps, best[1].gbps, best[2].gbps, tcp,
+        best[0].gbps / tcp, best[1].gbps / tcp, best[2].gbps / tcp,
+        best[0].cpu_us_per_step, best[1].cpu_us_per_step,
+        best[2].cpu_us_per_step, 100 * steal.Share(),
         rounds.any_quiet() ? "" : "  (every round lost CPU time to the host)");
     std::fflush(stdout);
   }
   std::printf(
-      "(distflow / raw TCP, the best of %d alternating rounds each; then the "
-      "CPU time of both tasks per step in their best rounds, same-host path "
-      "and TCP path; the share of the machine's CPU time its host stole "
-      "during all rounds of the size, of which only rounds with at most "
-      "%.0f%% stolen count when there are any)\n",
+      "(distflow's three paths: mapped where it lies on the ps (no byte "
+      "moves), copied out of the ps's memory, over TCP; their ratios to raw "
+      "TCP, the best of %d alternating rounds each; then the CPU time of both "
+      "tasks per step on each path in their best rounds; the share of the "
+      "machine's CPU time its host stole during all rounds of the size, of "
+      "which only rounds with at most %.0f%% stolen count when there are "
+      "any)\n",
       kRounds, 100 * bench::kQuietStealShare);
   close(fd);
   return 0;
