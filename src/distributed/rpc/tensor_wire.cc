@@ -204,9 +204,13 @@ grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
       mapped = true;
     }
   }
-  if (mapped) {
-    where->set_arena_token(arena->token());
-    where->set_arena_fd(arena->fd());
+  if (!mapped && ranges.size() == 1) {
+    where->set_address(reinterpret_cast<uint64_t>(ranges[0].data()));
+  } else {
+    if (mapped) {
+      where->set_arena_token(arena->token());
+      where->set_arena_fd(arena->fd());
+    }
     for (size_t i = 0; i < ranges.size(); ++i) {
       proto::SameHostRange* r = where->add_ranges();
       r->set_address(reinterpret_cast<uint64_t>(ranges[i].data()));
@@ -215,14 +219,6 @@ grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
         r->set_arena_block(static_cast<uint32_t>(runs[i].block));
         r->set_arena_offset(runs[i].arena_offset);
       }
-    }
-  } else if (ranges.size() == 1) {
-    where->set_address(reinterpret_cast<uint64_t>(ranges[0].data()));
-  } else {
-    for (absl::Span<const char> range : ranges) {
-      proto::SameHostRange* r = where->add_ranges();
-      r->set_address(reinterpret_cast<uint64_t>(range.data()));
-      r->set_length(range.size());
     }
   }
   grpc::Slice slice = FramedHeaderSlice(header);
@@ -324,8 +320,15 @@ absl::Status PushAssembler::ReadFromSender(
                       r.has_arena_block() ? int64_t{r.arena_block()} : -1,
                       r.arena_offset()});
     }
+    const int64_t start_ns = trace::SpanStart();
     absl::StatusOr<Tensor> mapped = MapOfferedTensor(
         where.pid(), where.arena_fd(), where.arena_token(), runs, dtype, shape);
+    if (start_ns >= 0) {
+      trace::EndSpan("transfer",
+                     absl::StrCat("same-host map of ", header.total_bytes(),
+                                  " bytes"),
+                     start_ns);
+    }
     if (mapped.ok()) {
       out->value = *std::move(mapped);
       out->same_host = true;
