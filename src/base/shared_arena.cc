@@ -115,7 +115,7 @@ char* SharedArena::data(uint32_t block) const {
 int64_t SharedArena::Allocate(size_t size) {
   if (!Owned()) return -1;
   const uint64_t capacity = CapacityFor(size);
-  if (capacity > kSharedArenaDataBytes / 4) return -1;
+  if (capacity > kMaxSharedBlockBytes) return -1;
   absl::MutexLock lock(&mu_);
   if (!deferred_.empty()) SweepDeferred();
   auto idle = idle_.find(capacity);

@@ -33,15 +33,25 @@ namespace distflow {
 // Buffers of at least this many bytes come from the arena (where one is
 // enabled); smaller ones cost less to copy than to map and count.
 inline constexpr size_t kMinSharedBlockBytes = size_t{64} << 10;
+// Larger buffers stay on the heap, on huge pages, and cross tasks by a copy
+// (at 8-9 GB/s between two processes here). Saving a checkpoint of 32 MiB
+// variables from arena blocks took twice as long as from the heap in
+// checkpoint_bench (the same writes alone took as long from either), and in
+// a training step tensors this large seldom cross tasks.
+inline constexpr size_t kMaxSharedBlockBytes = size_t{16} << 20;
 // The data region's size: address space only, memory is used as touched.
-// Larger buffers, and buffers once it is used up, come from the heap (and
-// cross tasks by a copy, as before).
+// Buffers once it is used up come from the heap too.
 inline constexpr uint64_t kSharedArenaDataBytes = uint64_t{64} << 30;
 // Most blocks an arena cuts; the block table takes 32 bytes per block.
 inline constexpr uint32_t kSharedArenaMaxBlocks = 1 << 16;
 // Idle blocks an arena keeps warm for reuse; blocks freed beyond it give
 // their memory back to the system (and are faulted in again when reused).
-inline constexpr size_t kSharedArenaMaxIdleBytes = size_t{256} << 20;
+// Faulting in is dearer here than on the heap: the memory is on 4 KiB pages
+// (the kernel gives shared memory huge pages only where configured to), and
+// a fresh 32 MiB block took 21-23 ms to fill against 7.7 ms for heap memory
+// on huge pages and 5 ms for a block filled before. As much as the receive
+// buffers of a task keep (recv_buffer_pool.h).
+inline constexpr size_t kSharedArenaMaxIdleBytes = size_t{1} << 30;
 
 // One entry of the block table, shared by the owner and its readers.
 struct SharedBlockEntry {
@@ -67,8 +77,8 @@ class SharedArena {
   static absl::Status Enable();
 
   // A block of at least `size` bytes, aligned to a page: its index, or -1
-  // when the arena cannot serve it (too large, address space or block table
-  // used up). Thread-safe, as are the others.
+  // when the arena cannot serve it (more than kMaxSharedBlockBytes, address
+  // space or block table used up). Thread-safe, as are the others.
   int64_t Allocate(size_t size);
   char* data(uint32_t block) const;
   // Gives the block back; it is reused once no other process reads it.
