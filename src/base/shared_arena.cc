@@ -279,7 +279,8 @@ absl::StatusOr<const char*> AttachedArena::Hold(uint32_t block,
   SharedBlockEntry& e = entry(block);
   e.readers.fetch_add(1, std::memory_order_acq_rel);
   if (offset < e.start || length > e.capacity ||
-      offset - e.start > e.capacity - length) {
+      offset - e.start > e.capacity - length ||
+      offset > kSharedArenaDataBytes - length) {
     e.readers.fetch_sub(1, std::memory_order_release);
     return absl::InvalidArgumentError(absl::StrCat(
         "bytes [", offset, ", +", length, ") are not inside tensor arena block ",
