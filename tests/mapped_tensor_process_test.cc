@@ -9,19 +9,19 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "distflow/distflow.h"
 #include "gtest/gtest.h"
+#include "ps_process.h"
 #include "subprocess.h"
 
 namespace distflow {
 namespace {
 
-using ::distflow::testing::PickFreePort;
-using ::distflow::testing::Subprocess;
+using ::distflow::testing::PsProcessAndWorker;
+using ::distflow::testing::SessionOnceThePsIsUp;
+using ::distflow::testing::StartPsProcessAndWorker;
 
 constexpr int32_t kElements = 1 << 18;  // 1 MiB of floats
-constexpr auto kStartTimeout = std::chrono::seconds(60);
 
 // Mappings of tensor arenas in this process: its own, and those of the
 // tasks it took tensors from (each arena is mapped in two parts).
@@ -37,19 +37,8 @@ int ArenaMappings() {
 class MappedTensorProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string ps_address = absl::StrCat("127.0.0.1:", PickFreePort());
-    const std::string worker_address =
-        absl::StrCat("127.0.0.1:", PickFreePort());
-    auto cluster = ClusterSpec::FromHostLists(ps_address, worker_address);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    ps_ = std::make_unique<Subprocess>(std::vector<std::string>{
-        absl::StrCat(DISTFLOW_BIN_DIR, "/distflow"), "server", "--job_name=ps",
-        "--task_index=0", "--ps_hosts=" + ps_address,
-        "--worker_hosts=" + worker_address});
-    ASSERT_TRUE(ps_->started());
-    auto server = Server::Create(*cluster, "worker", 0);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    StartPsProcessAndWorker(&tasks_);
+    if (HasFatalFailure()) return;
 
     Scope root = Scope::NewRootScope();
     Scope on_ps = root.WithDevice("/job:ps/task:0");
@@ -70,19 +59,8 @@ class MappedTensorProcessTest : public ::testing::Test {
     keep_ = ops::QueueEnqueue(on_worker.WithOpName("keep"), queue, v);
     kept_sum_ = ops::Sum(on_worker, ops::QueueDequeue(on_worker, queue),
                          Tensor::Scalar<int32_t>(0));
-    SessionOptions options;
-    options.target = server_->target();
-    auto session = ClientSession::Create(root, options);
-    ASSERT_TRUE(session.ok()) << session.status();
-    session_ = std::move(*session);
-
-    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-    absl::Status up;
-    do {
-      up = session_->RunTargets({init_});
-      if (!up.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    } while (!up.ok() && std::chrono::steady_clock::now() < deadline);
-    ASSERT_EQ(up, absl::OkStatus()) << ps_->Output();
+    // The ps is up once a step with a part there runs.
+    SessionOnceThePsIsUp(root, tasks_, init_, &session_);
   }
 
   float Fetch(const Output& sum) {
@@ -91,8 +69,7 @@ class MappedTensorProcessTest : public ::testing::Test {
     return out.ok() ? (*out)[0].scalar<float>() : -1;
   }
 
-  std::unique_ptr<Subprocess> ps_;
-  std::unique_ptr<Server> server_;
+  PsProcessAndWorker tasks_;
   std::unique_ptr<ClientSession> session_;
   Operation init_, add_, keep_;
   Output v_sum_, kept_sum_;
@@ -120,7 +97,7 @@ TEST_F(MappedTensorProcessTest, AnUpdateLeavesTheWorkersViewAsItWas) {
 
 TEST_F(MappedTensorProcessTest, AMappedTensorOutlivesItsKilledSender) {
   ASSERT_EQ(session_->RunTargets({keep_}), absl::OkStatus());
-  ps_->Kill();  // (and waits for it to exit)
+  tasks_.ps->Kill();  // (and waits for it to exit)
   EXPECT_EQ(Fetch(kept_sum_), 3.0f * kElements);
 }
 

@@ -12,19 +12,20 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "distflow/distflow.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ps_process.h"
 #include "subprocess.h"
 
 namespace distflow {
 namespace {
 
-using ::distflow::testing::PickFreePort;
-using ::distflow::testing::Subprocess;
+using ::distflow::testing::PsProcessAndWorker;
+using ::distflow::testing::SessionOnceThePsIsUp;
+using ::distflow::testing::StartPsProcessAndWorker;
 using ::testing::HasSubstr;
 
 // The master probes once a second; the step deadline it would otherwise
@@ -41,19 +42,8 @@ constexpr auto kStartTimeout = std::chrono::seconds(60);
 class StepWatchProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ps_address_ = absl::StrCat("127.0.0.1:", PickFreePort());
-    const std::string worker_address =
-        absl::StrCat("127.0.0.1:", PickFreePort());
-    auto cluster = ClusterSpec::FromHostLists(ps_address_, worker_address);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    ps_ = std::make_unique<Subprocess>(std::vector<std::string>{
-        absl::StrCat(DISTFLOW_BIN_DIR, "/distflow"), "server", "--job_name=ps",
-        "--task_index=0", "--ps_hosts=" + ps_address_,
-        "--worker_hosts=" + worker_address});
-    ASSERT_TRUE(ps_->started());
-    auto server = Server::Create(*cluster, "worker", 0);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    StartPsProcessAndWorker(&tasks_);
+    if (HasFatalFailure()) return;
 
     Scope root = Scope::NewRootScope();
     Scope on_worker = root.WithDevice("/job:worker/task:0");
@@ -70,25 +60,11 @@ class StepWatchProcessTest : public ::testing::Test {
     take_ = ops::QueueDequeue(on_worker.WithOpName("take"), queue);
     put_ = ops::QueueEnqueue(on_worker.WithOpName("put"), queue,
                              ops::Const(on_worker, 7.0f));
-    SessionOptions options;
-    options.target = server_->target();
-    auto session = ClientSession::Create(root, options);
-    ASSERT_TRUE(session.ok()) << session.status();
-    session_ = std::move(*session);
-
-    // The ps is up once a step of its own runs.
-    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-    absl::Status up;
-    do {
-      up = session_->RunTargets({ps_done_});
-      if (!up.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    } while (!up.ok() && std::chrono::steady_clock::now() < deadline);
-    ASSERT_EQ(up, absl::OkStatus()) << ps_->Output();
+    // The ps is up once a step with a part there runs.
+    SessionOnceThePsIsUp(root, tasks_, ps_done_, &session_);
   }
 
-  std::string ps_address_;
-  std::unique_ptr<Subprocess> ps_;
-  std::unique_ptr<Server> server_;
+  PsProcessAndWorker tasks_;
   Operation ps_done_;
   Output ps_parts_ended_;
 
@@ -136,20 +112,20 @@ class StepWatchProcessTest : public ::testing::Test {
 TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
   ASSERT_NO_FATAL_FAILURE(StartStep());
   const auto start = std::chrono::steady_clock::now();
-  ps_->Kill();
+  tasks_.ps->Kill();
   if (!step_done_.WaitForNotificationWithTimeout(absl::FromChrono(kBound))) {
     ADD_FAILURE() << "the step still runs " << kBound.count()
                   << " s after the ps was killed";
     // Ends the step (the worker aborts every step it runs) so that the test
     // fails rather than hangs.
-    server_.reset();
+    tasks_.worker.reset();
   }
   step_thread_.join();
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  ASSERT_NE(server_, nullptr);
+  ASSERT_NE(tasks_.worker, nullptr);
   EXPECT_EQ(step_status_.code(), absl::StatusCode::kUnavailable)
       << step_status_;
-  EXPECT_THAT(step_status_.message(), HasSubstr(ps_address_));
+  EXPECT_THAT(step_status_.message(), HasSubstr(tasks_.ps_address));
   EXPECT_THAT(step_status_.message(),
               HasSubstr("died or stopped answering after its part of step"));
   EXPECT_LT(elapsed, kBound);
@@ -167,7 +143,7 @@ TEST_F(StepWatchProcessTest, PsKilledAfterItsPartEndedFailsTheStepNamingIt) {
 // step must not wait for that answer once its own parts have ended.
 TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
   ASSERT_NO_FATAL_FAILURE(StartStep());
-  ps_->Pause();
+  tasks_.ps->Pause();
   // Past the master's first probe, which now waits on the frozen ps.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const auto start = std::chrono::steady_clock::now();
@@ -175,7 +151,7 @@ TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
   const bool ended =
       step_done_.WaitForNotificationWithTimeout(absl::Seconds(5));
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  ps_->Resume();
+  tasks_.ps->Resume();
   step_thread_.join();
   EXPECT_TRUE(ended) << "the step waited for the probe of the frozen ps";
   EXPECT_EQ(step_status_, absl::OkStatus());
@@ -188,19 +164,19 @@ TEST_F(StepWatchProcessTest, UnansweredProbeDoesNotHoldUpAStepThatEnds) {
 // deadline.
 TEST_F(StepWatchProcessTest, FrozenPsFailsTheStepNamingIt) {
   ASSERT_NO_FATAL_FAILURE(StartStep());
-  ps_->Pause();
+  tasks_.ps->Pause();
   const auto start = std::chrono::steady_clock::now();
   const bool ended =
       step_done_.WaitForNotificationWithTimeout(absl::Seconds(40));
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  ps_->Resume();
+  tasks_.ps->Resume();
   if (!ended) {
     ASSERT_EQ(session_->RunTargets({put_}), absl::OkStatus());
   }
   step_thread_.join();
   ASSERT_TRUE(ended) << "the step still waited 40 s after the ps froze";
   EXPECT_TRUE(absl::IsUnavailable(step_status_)) << step_status_;
-  EXPECT_THAT(step_status_.message(), HasSubstr(ps_address_));
+  EXPECT_THAT(step_status_.message(), HasSubstr(tasks_.ps_address));
   EXPECT_THAT(step_status_.message(), HasSubstr("stopped answering"));
   // gRPC's keepalive (a ping every 2 s, 5 s to answer) closes the silent
   // connection, and the next probe fails: 12 s on an idle machine.

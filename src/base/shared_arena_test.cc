@@ -16,6 +16,24 @@ SharedArena* Arena() {
   return SharedArena::Get();
 }
 
+// A block of `bytes` filled with `value`: its index, and where Locate finds
+// its first byte (index -1 when either fails).
+struct Filled {
+  int64_t index = -1;
+  uint32_t block = 0;
+  uint64_t offset = 0;
+};
+Filled AllocateFilled(SharedArena* arena, size_t bytes, char value) {
+  Filled f;
+  f.index = arena->Allocate(bytes);
+  if (f.index < 0) return f;
+  std::memset(arena->data(f.index), value, bytes);
+  if (!arena->Locate(arena->data(f.index), bytes, &f.block, &f.offset)) {
+    f.index = -1;
+  }
+  return f;
+}
+
 TEST(SharedArenaTest, BlocksOfOneSizeAreReusedOnceFreed) {
   SharedArena* arena = Arena();
   ASSERT_NE(arena, nullptr);
@@ -92,12 +110,8 @@ TEST(SharedArenaTest, LocateFindsTheBlockOfBytesInside) {
 TEST(SharedArenaTest, AReaderSeesTheBytesAndHoldsTheBlock) {
   SharedArena* arena = Arena();
   ASSERT_NE(arena, nullptr);
-  const int64_t a = arena->Allocate(256 << 10);
+  const auto [a, block, offset] = AllocateFilled(arena, 256 << 10, 42);
   ASSERT_GE(a, 0);
-  std::memset(arena->data(a), 42, 256 << 10);
-  uint32_t block = 0;
-  uint64_t offset = 0;
-  ASSERT_TRUE(arena->Locate(arena->data(a), 256 << 10, &block, &offset));
 
   // This process maps its own arena as another would.
   auto attached = AttachedArena::Attach(getpid(), arena->fd(), arena->token());
@@ -125,11 +139,8 @@ TEST(SharedArenaTest, AReaderSeesTheBytesAndHoldsTheBlock) {
 TEST(SharedArenaTest, BytesOutsideTheBlockAreRefused) {
   SharedArena* arena = Arena();
   ASSERT_NE(arena, nullptr);
-  const int64_t a = arena->Allocate(64 << 10);
+  const auto [a, block, offset] = AllocateFilled(arena, 64 << 10, 0);
   ASSERT_GE(a, 0);
-  uint32_t block = 0;
-  uint64_t offset = 0;
-  ASSERT_TRUE(arena->Locate(arena->data(a), 1, &block, &offset));
   auto attached = AttachedArena::Attach(getpid(), arena->fd(), arena->token());
   ASSERT_TRUE(attached.ok()) << attached.status();
   auto beyond = (*attached)->Hold(block, offset, 1 << 20);
@@ -158,12 +169,8 @@ TEST(SharedArenaTest, AnotherDescriptorOrTokenIsNotTakenForTheArena) {
 TEST(SharedArenaTest, AChildProcessReadsAndHoldsTheParentsBlock) {
   SharedArena* arena = Arena();
   ASSERT_NE(arena, nullptr);
-  const int64_t a = arena->Allocate(128 << 10);
+  const auto [a, block, offset] = AllocateFilled(arena, 128 << 10, 9);
   ASSERT_GE(a, 0);
-  std::memset(arena->data(a), 9, 128 << 10);
-  uint32_t block = 0;
-  uint64_t offset = 0;
-  ASSERT_TRUE(arena->Locate(arena->data(a), 128 << 10, &block, &offset));
   const pid_t parent = getpid();
   int held[2], go[2];
   ASSERT_EQ(pipe(held), 0);
