@@ -8,9 +8,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace distflow {
@@ -26,6 +31,10 @@ struct ArenaHeader {
   uint64_t data_bytes;
   uint64_t max_blocks;
 };
+// The reader slots follow the header in its page.
+constexpr uint64_t kSlotsOffset = 64;
+static_assert(kSlotsOffset + kSharedArenaMaxReaders * sizeof(SharedReaderSlot) <=
+              kPageBytes);
 constexpr uint64_t kTableOffset = kPageBytes;
 constexpr uint64_t kControlBytes =
     kTableOffset + uint64_t{kSharedArenaMaxBlocks} * sizeof(SharedBlockEntry);
@@ -49,6 +58,29 @@ std::atomic<SharedArena*> published{nullptr};
 absl::Status ErrnoError(const std::string& what) {
   return absl::FailedPreconditionError(
       absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+SharedReaderSlot* Slots(char* control) {
+  return reinterpret_cast<SharedReaderSlot*>(control + kSlotsOffset);
+}
+
+// When process `pid` started (clock ticks after boot, /proc/<pid>/stat field
+// 22); 0 when it does not exist or has exited (a zombie).
+uint64_t ProcessStartTime(int64_t pid) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat;
+  if (!std::getline(file, stat)) return 0;
+  // The command name (field 2) is in parentheses and may hold spaces.
+  const size_t name_end = stat.rfind(')');
+  if (name_end == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(name_end + 1));
+  std::string state;
+  rest >> state;  // field 3
+  if (state == "Z" || state == "X") return 0;
+  std::string field;
+  for (int i = 4; i <= 22; ++i) rest >> field;
+  uint64_t start = 0;
+  return absl::SimpleAtoi(field, &start) ? start : 0;
 }
 
 }  // namespace
@@ -131,7 +163,7 @@ int64_t SharedArena::Allocate(size_t size) {
   }
   const uint32_t block = next_block_++;
   SharedBlockEntry& e = entry(block);
-  e.readers.store(0, std::memory_order_relaxed);
+  e.reader_mask.store(0, std::memory_order_relaxed);
   e.start = next_start_;
   e.capacity = capacity;
   by_start_[next_start_] = block;
@@ -151,6 +183,13 @@ void SharedArena::Free(uint32_t block) {
 }
 
 void SharedArena::SweepDeferred() {
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (now_ns - last_reclaim_ns_ >= 1'000'000'000) {
+    last_reclaim_ns_ = now_ns;
+    ReclaimDeadReadersLocked();
+  }
   for (size_t i = 0; i < deferred_.size();) {
     if (ReadElsewhere(deferred_[i])) {
       ++i;
@@ -178,7 +217,31 @@ void SharedArena::MakeIdle(uint32_t block) {
 }
 
 bool SharedArena::ReadElsewhere(uint32_t block) const {
-  return entry(block).readers.load(std::memory_order_acquire) > 0;
+  return entry(block).reader_mask.load(std::memory_order_acquire) != 0;
+}
+
+void SharedArena::ReclaimDeadReaders() {
+  absl::MutexLock lock(&mu_);
+  ReclaimDeadReadersLocked();
+  SweepDeferred();
+}
+
+void SharedArena::ReclaimDeadReadersLocked() {
+  if (!Owned()) return;
+  SharedReaderSlot* slots = Slots(control_);
+  for (int i = 0; i < kSharedArenaMaxReaders; ++i) {
+    const int64_t pid = slots[i].pid.load(std::memory_order_acquire);
+    const uint64_t started =
+        slots[i].start_time.load(std::memory_order_acquire);
+    // (A start time of 0: the slot is being taken.)
+    if (pid == 0 || started == 0 || ProcessStartTime(pid) == started) continue;
+    const uint64_t others = ~(uint64_t{1} << i);
+    for (uint32_t b = 0; b < next_block_; ++b) {
+      entry(b).reader_mask.fetch_and(others, std::memory_order_acq_rel);
+    }
+    slots[i].start_time.store(0, std::memory_order_relaxed);
+    slots[i].pid.store(0, std::memory_order_release);
+  }
 }
 
 bool SharedArena::Locate(const void* p, size_t length, uint32_t* block,
@@ -254,11 +317,38 @@ absl::StatusOr<std::shared_ptr<AttachedArena>> AttachedArena::Attach(
     close(pidfd);
     return error;
   }
-  return std::shared_ptr<AttachedArena>(new AttachedArena(
-      pidfd, static_cast<char*>(control), static_cast<char*>(data)));
+  SharedReaderSlot* slots = Slots(static_cast<char*>(control));
+  for (int i = 0; i < kSharedArenaMaxReaders; ++i) {
+    int64_t free = 0;
+    if (slots[i].pid.compare_exchange_strong(free, getpid(),
+                                             std::memory_order_acq_rel)) {
+      slots[i].start_time.store(ProcessStartTime(getpid()),
+                                std::memory_order_release);
+      return std::shared_ptr<AttachedArena>(new AttachedArena(
+          pidfd, static_cast<char*>(control), static_cast<char*>(data), i));
+    }
+  }
+  munmap(data, kSharedArenaDataBytes);
+  munmap(control, kControlBytes);
+  close(pidfd);
+  return absl::FailedPreconditionError(absl::StrCat(
+      "every one of the ", kSharedArenaMaxReaders, " reader slots of ", whose,
+      " is taken"));
 }
 
+AttachedArena::AttachedArena(int pidfd, char* control, char* data_region,
+                             int slot)
+    : pidfd_(pidfd),
+      control_(control),
+      data_region_(data_region),
+      slot_(slot),
+      holder_(getpid()) {}
+
 AttachedArena::~AttachedArena() {
+  if (getpid() == holder_) {  // (the slot is not a forked child's to free)
+    slot().start_time.store(0, std::memory_order_relaxed);
+    slot().pid.store(0, std::memory_order_release);
+  }
   munmap(data_region_, kSharedArenaDataBytes);
   munmap(control_, kControlBytes);
   close(pidfd_);
@@ -266,6 +356,10 @@ AttachedArena::~AttachedArena() {
 
 SharedBlockEntry& AttachedArena::entry(uint32_t block) const {
   return reinterpret_cast<SharedBlockEntry*>(control_ + kTableOffset)[block];
+}
+
+SharedReaderSlot& AttachedArena::slot() const {
+  return Slots(control_)[slot_];
 }
 
 absl::StatusOr<const char*> AttachedArena::Hold(uint32_t block,
@@ -277,20 +371,33 @@ absl::StatusOr<const char*> AttachedArena::Hold(uint32_t block,
                      kSharedArenaMaxBlocks, ")"));
   }
   SharedBlockEntry& e = entry(block);
-  e.readers.fetch_add(1, std::memory_order_acq_rel);
   if (offset < e.start || length > e.capacity ||
       offset - e.start > e.capacity - length ||
       offset > kSharedArenaDataBytes - length) {
-    e.readers.fetch_sub(1, std::memory_order_release);
     return absl::InvalidArgumentError(absl::StrCat(
         "bytes [", offset, ", +", length, ") are not inside tensor arena block ",
         block, " ([", e.start, ", +", e.capacity, "))"));
+  }
+  if (getpid() != holder_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the tensor arena was mapped by process ", holder_,
+        ", not this forked child"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (holds_[block]++ == 0) {
+    e.reader_mask.fetch_or(uint64_t{1} << slot_, std::memory_order_acq_rel);
   }
   return data_region_ + offset;
 }
 
 void AttachedArena::Release(uint32_t block) {
-  entry(block).readers.fetch_sub(1, std::memory_order_release);
+  if (getpid() != holder_) return;
+  absl::MutexLock lock(&mu_);
+  auto it = holds_.find(block);
+  if (it == holds_.end() || --it->second > 0) return;
+  holds_.erase(it);
+  entry(block).reader_mask.fetch_and(~(uint64_t{1} << slot_),
+                                     std::memory_order_release);
 }
 
 bool AttachedArena::OwnerGone() const {

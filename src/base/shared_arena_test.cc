@@ -1,9 +1,11 @@
 #include "base/shared_arena.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -213,6 +215,71 @@ TEST(SharedArenaTest, AChildProcessReadsAndHoldsTheParentsBlock) {
   EXPECT_EQ(arena->data(a)[0], 9);
   arena->Free(a);
   for (int fd : {held[0], held[1], go[0], go[1]}) close(fd);
+}
+
+// A reader killed while it holds a block: once its process is gone, the
+// owner clears its mark, and the block is reused again.
+TEST(SharedArenaTest, WhatAKilledReaderHeldIsReclaimed) {
+  SharedArena* arena = Arena();
+  ASSERT_NE(arena, nullptr);
+  const auto [a, block, offset] = AllocateFilled(arena, 128 << 10, 5);
+  ASSERT_GE(a, 0);
+  const pid_t parent = getpid();
+  int held[2];
+  ASSERT_EQ(pipe(held), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto attached = AttachedArena::Attach(parent, arena->fd(), arena->token());
+    if (!attached.ok() || !(*attached)->Hold(block, offset, 1).ok()) _exit(3);
+    char c = 1;
+    if (write(held[1], &c, 1) != 1) _exit(4);
+    pause();  // until killed, holding the block
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(held[0], &c, 1), 1);
+  EXPECT_TRUE(arena->ReadElsewhere(block));
+  arena->ReclaimDeadReaders();  // the reader lives: nothing changes
+  EXPECT_TRUE(arena->ReadElsewhere(block));
+  const size_t idle = arena->idle_blocks();
+  arena->Free(block);
+  EXPECT_EQ(arena->idle_blocks(), idle);  // held: not reusable yet
+
+  kill(child, SIGKILL);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  arena->ReclaimDeadReaders();
+  EXPECT_FALSE(arena->ReadElsewhere(block));
+  EXPECT_EQ(arena->idle_blocks(), idle + 1);
+  EXPECT_EQ(arena->Allocate(128 << 10), a);
+  arena->Free(a);
+  for (int fd : {held[0], held[1]}) close(fd);
+}
+
+// A reader takes a slot while it has the arena mapped, and gives it back
+// when it lets go of the mapping.
+TEST(SharedArenaTest, ReadersGiveTheirSlotsBack) {
+  SharedArena* arena = Arena();
+  ASSERT_NE(arena, nullptr);
+  for (int i = 0; i < 2 * kSharedArenaMaxReaders; ++i) {
+    auto attached =
+        AttachedArena::Attach(getpid(), arena->fd(), arena->token());
+    ASSERT_TRUE(attached.ok()) << "attach " << i << ": " << attached.status();
+  }
+  std::vector<std::shared_ptr<AttachedArena>> all;
+  for (;;) {
+    auto attached =
+        AttachedArena::Attach(getpid(), arena->fd(), arena->token());
+    if (!attached.ok()) {
+      EXPECT_NE(attached.status().message().find("reader slots"),
+                std::string::npos)
+          << attached.status();
+      break;
+    }
+    all.push_back(*attached);
+    ASSERT_LE(all.size(), static_cast<size_t>(kSharedArenaMaxReaders));
+  }
+  EXPECT_GE(all.size(), static_cast<size_t>(kSharedArenaMaxReaders) - 2);
 }
 
 }  // namespace

@@ -196,8 +196,8 @@ absl::StatusOr<std::shared_ptr<AttachedArena>> ArenaOf(int64_t pid, int fd,
   return attached;
 }
 
-// Bytes of a sender's arena that a tensor of this process views: counted as
-// read until the last Tensor over them goes away. Never written here (they
+// Bytes of a sender's arena that a tensor of this process views: held (the
+// block marked as read here) until the last Tensor over them goes away. Never written here (they
 // are mapped read-only).
 class HeldBlock : public TensorBuffer {
  public:
