@@ -53,9 +53,9 @@ class MappedTensorProcessTest : public ::testing::Test {
                .op();
     v_sum_ = ops::Sum(on_ps, v, Tensor::Scalar<int32_t>(0));
     // The worker keeps what it read of v in a queue, past the step.
-    Output queue = ops::FIFOQueue(on_worker.WithOpName("kept"),
-                                  DataType::kFloat,
-                                  PartialTensorShape({kElements}));
+    Output queue =
+        ops::FIFOQueue(on_worker.WithOpName("kept"), DataType::kFloat,
+                       PartialTensorShape({kElements}));
     keep_ = ops::QueueEnqueue(on_worker.WithOpName("keep"), queue, v);
     kept_sum_ = ops::Sum(on_worker, ops::QueueDequeue(on_worker, queue),
                          Tensor::Scalar<int32_t>(0));

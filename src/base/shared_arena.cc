@@ -11,9 +11,9 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
-#include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -33,7 +33,8 @@ struct ArenaHeader {
 };
 // The reader slots follow the header in its page.
 constexpr uint64_t kSlotsOffset = 64;
-static_assert(kSlotsOffset + kSharedArenaMaxReaders * sizeof(SharedReaderSlot) <=
+static_assert(kSlotsOffset +
+                  kSharedArenaMaxReaders * sizeof(SharedReaderSlot) <=
               kPageBytes);
 constexpr uint64_t kTableOffset = kPageBytes;
 constexpr uint64_t kControlBytes =
@@ -111,8 +112,8 @@ absl::Status SharedArena::Enable() {
     close(fd);
     return error;
   }
-  void* control = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE,
-                       MAP_SHARED, fd, 0);
+  void* control =
+      mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   void* data = mmap(nullptr, kSharedArenaDataBytes, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_NORESERVE, fd, kControlBytes);
   if (control == MAP_FAILED || data == MAP_FAILED) {
@@ -183,9 +184,10 @@ void SharedArena::Free(uint32_t block) {
 }
 
 void SharedArena::SweepDeferred() {
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count();
   if (now_ns - last_reclaim_ns_ >= 1'000'000'000) {
     last_reclaim_ns_ = now_ns;
     ReclaimDeadReadersLocked();
@@ -291,9 +293,8 @@ absl::StatusOr<std::shared_ptr<AttachedArena>> AttachedArena::Attach(
   }
   struct stat st;
   void* control = MAP_FAILED;
-  if (fstat(local, &st) == 0 &&
-      static_cast<uint64_t>(st.st_size) ==
-          kControlBytes + kSharedArenaDataBytes) {
+  if (fstat(local, &st) == 0 && static_cast<uint64_t>(st.st_size) ==
+                                    kControlBytes + kSharedArenaDataBytes) {
     control = mmap(nullptr, kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED,
                    local, 0);
   }
@@ -331,9 +332,9 @@ absl::StatusOr<std::shared_ptr<AttachedArena>> AttachedArena::Attach(
   munmap(data, kSharedArenaDataBytes);
   munmap(control, kControlBytes);
   close(pidfd);
-  return absl::FailedPreconditionError(absl::StrCat(
-      "every one of the ", kSharedArenaMaxReaders, " reader slots of ", whose,
-      " is taken"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("every one of the ", kSharedArenaMaxReaders,
+                   " reader slots of ", whose, " is taken"));
 }
 
 AttachedArena::AttachedArena(int pidfd, char* control, char* data_region,
@@ -358,30 +359,28 @@ SharedBlockEntry& AttachedArena::entry(uint32_t block) const {
   return reinterpret_cast<SharedBlockEntry*>(control_ + kTableOffset)[block];
 }
 
-SharedReaderSlot& AttachedArena::slot() const {
-  return Slots(control_)[slot_];
-}
+SharedReaderSlot& AttachedArena::slot() const { return Slots(control_)[slot_]; }
 
-absl::StatusOr<const char*> AttachedArena::Hold(uint32_t block,
-                                                uint64_t offset,
+absl::StatusOr<const char*> AttachedArena::Hold(uint32_t block, uint64_t offset,
                                                 uint64_t length) {
   if (block >= kSharedArenaMaxBlocks) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor arena block ", block, " does not exist (at most ",
-                     kSharedArenaMaxBlocks, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor arena block ", block,
+                                                   " does not exist (at most ",
+                                                   kSharedArenaMaxBlocks, ")"));
   }
   SharedBlockEntry& e = entry(block);
   if (offset < e.start || length > e.capacity ||
       offset - e.start > e.capacity - length ||
       offset > kSharedArenaDataBytes - length) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bytes [", offset, ", +", length, ") are not inside tensor arena block ",
-        block, " ([", e.start, ", +", e.capacity, "))"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bytes [", offset, ", +", length,
+                     ") are not inside tensor arena block ", block, " ([",
+                     e.start, ", +", e.capacity, "))"));
   }
   if (getpid() != holder_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the tensor arena was mapped by process ", holder_,
-        ", not this forked child"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the tensor arena was mapped by process ", holder_,
+                     ", not this forked child"));
   }
   absl::MutexLock lock(&mu_);
   if (holds_[block]++ == 0) {

@@ -3,12 +3,12 @@
 //
 // A task's arena is one memfd: a control region (a header with the readers'
 // slots, and a table of blocks, each marked by the other processes that hold
-// a tensor over it), then a data region of kSharedArenaDataBytes, sparse until touched. The
-// owner cuts blocks for its large tensor buffers out of the data region
-// (core/tensor.cc). To offer a tensor to a task of the same host, it names
-// the block and the bytes; the receiver maps the arena once (pidfd_getfd(2)
-// on the owner's descriptor), marks itself as a reader of the block and
-// computes on the bytes where they lie. The owner reuses a block, and
+// a tensor over it), then a data region of kSharedArenaDataBytes, sparse
+// until touched. The owner cuts blocks for its large tensor buffers out of the
+// data region (core/tensor.cc). To offer a tensor to a task of the same host,
+// it names the block and the bytes; the receiver maps the arena once
+// (pidfd_getfd(2) on the owner's descriptor), marks itself as a reader of the
+// block and computes on the bytes where they lie. The owner reuses a block, and
 // updates a variable in place, only while no other process reads it.
 //
 // Each reading process takes one of kSharedArenaMaxReaders slots and marks

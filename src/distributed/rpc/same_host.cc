@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/logging.h"
-#include "base/status_macros.h"
 #include "base/shared_arena.h"
+#include "base/status_macros.h"
 #include "core/gathered_tensor.h"
 #include "distributed/rpc/grpc_util.h"
 
@@ -197,8 +197,8 @@ absl::StatusOr<std::shared_ptr<AttachedArena>> ArenaOf(int64_t pid, int fd,
 }
 
 // Bytes of a sender's arena that a tensor of this process views: held (the
-// block marked as read here) until the last Tensor over them goes away. Never written here (they
-// are mapped read-only).
+// block marked as read here) until the last Tensor over them goes away.
+// Never written here (they are mapped read-only).
 class HeldBlock : public TensorBuffer {
  public:
   HeldBlock(std::shared_ptr<AttachedArena> arena, uint32_t block,
