@@ -57,6 +57,33 @@ absl::Status WaitFor(int fd, short events, absl::Duration timeout,
 
 }  // namespace
 
+// A call's frame: its header (framed) and a push's tensor bytes, of which
+// `sent` have been written.
+struct DataConnection::Queued {
+  uint64_t id = 0;
+  std::string head;
+  Tensor value;  // uninitialized: no bytes follow the header
+  size_t sent = 0;
+  size_t size() const {
+    return head.size() + (value.IsInitialized() ? value.TotalBytes() : 0);
+  }
+};
+
+// A call waiting for its answer.
+struct DataConnection::Waiting {
+  // Names the call in errors: "push of 'key'", "RunGraph of step 7".
+  std::string what;
+  absl::Time deadline;
+  // Gets the answer's status, the answer, and what followed it (a RunGraph's
+  // response); or the failure, with an empty answer.
+  std::function<void(const absl::Status&, const proto::DataAnswer&,
+                     const std::string&)>
+      done;
+  std::shared_ptr<const void> pinned;
+  // Whether its whole frame is on the socket.
+  bool written = false;
+};
+
 struct DataConnection::Core {
   Core(std::string host, int port, uint64_t token, std::string task,
        std::string address)
@@ -71,14 +98,17 @@ struct DataConnection::Core {
 
   // A connected socket that said hello, or the reason there is none.
   absl::StatusOr<int> Connect();
-  struct Queued;
-  // Writes the rest of `push`'s frame; with `dont_wait`, only what the
+  // Writes the rest of `call`'s frame; with `dont_wait`, only what the
   // socket takes without blocking.
-  static absl::Status WriteFrame(int fd, Queued* push, bool dont_wait);
-  // Ends the connection with `reason`: waiting pushes fail.
+  static absl::Status WriteFrame(int fd, Queued* call, bool dont_wait);
+  // Ends the connection with `reason`: waiting calls fail.
   void Fail(const absl::Status& reason);
-  // The error of a push that the connection's end failed.
-  absl::Status Failed(const std::string& key, const absl::Status& reason) const;
+  // The error of a call that the connection's end failed.
+  absl::Status Failed(const std::string& what,
+                      const absl::Status& reason) const;
+  // Reads one answer and hands it to its call; false when the connection
+  // failed (and Fail was called).
+  bool ReadAnswer(int fd);
 
   const std::string host;
   const int port;
@@ -86,27 +116,11 @@ struct DataConnection::Core {
   const std::string task;
   const std::string address;
 
-  // A push's frame: its header (framed) and the tensor's bytes, of which
-  // `sent` have been written.
-  struct Queued {
-    uint64_t id = 0;
-    std::string head;
-    Tensor value;
-    size_t sent = 0;
-    size_t size() const { return head.size() + value.TotalBytes(); }
-  };
-  struct Waiting {
-    std::string key;
-    absl::Time deadline;
-    StatusCallback done;
-    // Whether its whole frame is on the socket.
-    bool written = false;
-  };
   // Ends the connection from a thread that must not run callbacks (the
-  // caller of Push): the reader sees it and fails the waiting pushes with
+  // caller of a call): the reader sees it and fails the waiting calls with
   // `reason`.
   void Break(const absl::Status& reason);
-  // Marks push `id` as written.
+  // Marks call `id` as written.
   void Written(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     auto it = waiting.find(id);
     if (it != waiting.end()) it->second.written = true;
@@ -120,9 +134,13 @@ struct DataConnection::Core {
   // Set once connected; closed by the destructor, after both threads ended.
   int fd ABSL_GUARDED_BY(mu) = -1;
   std::deque<Queued> queue ABSL_GUARDED_BY(mu);
-  // Whether a thread is writing a frame (the caller of Push, or the writer).
+  // Whether a thread is writing a frame (a caller, or the writer).
   bool writing ABSL_GUARDED_BY(mu) = false;
   absl::flat_hash_map<uint64_t, Waiting> waiting ABSL_GUARDED_BY(mu);
+  // What calls that passed their deadline still pin, by call id, until the
+  // task answers them or the connection ends.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<const void>> lingering
+      ABSL_GUARDED_BY(mu);
   std::atomic<uint64_t> next_id{1};
   int64_t answered ABSL_GUARDED_BY(mu) = 0;
 };
@@ -133,7 +151,9 @@ absl::Status DataConnection::Core::WriteFrame(int fd, Queued* push,
   const size_t total = push->size();
   // The tensor's bytes from where they lie (several places for a gathered
   // tensor: core/gathered_tensor.h).
-  const ByteRanges ranges = TensorByteRanges(push->value);
+  const ByteRanges ranges = push->value.IsInitialized()
+                                ? TensorByteRanges(push->value)
+                                : ByteRanges();
   while (push->sent < total) {
     iovec iov[kMaxIovecs];
     int count = 0;
@@ -231,15 +251,15 @@ absl::StatusOr<int> DataConnection::Core::Connect() {
   return fd;
 }
 
-absl::Status DataConnection::Core::Failed(const std::string& key,
+absl::Status DataConnection::Core::Failed(const std::string& what,
                                           const absl::Status& reason) const {
   if (absl::IsCancelled(reason)) {
     return absl::CancelledError(absl::StrCat(
-        "push of '", key, "' to task ", task, " at ", address,
+        what, " to task ", task, " at ", address,
         " was cancelled: this task's RPC layer is shutting down"));
   }
   return absl::UnavailableError(absl::StrCat(
-      "push of '", key, "' to task ", task, " at ", address,
+      what, " to task ", task, " at ", address,
       " failed: its data connection (port ", port, ") broke: ",
       reason.message(), "; check that the task is running and reachable"));
 }
@@ -252,7 +272,7 @@ void DataConnection::Core::Break(const absl::Status& reason) {
 }
 
 void DataConnection::Core::Fail(const absl::Status& reason) {
-  std::vector<std::pair<std::string, StatusCallback>> failed;
+  std::vector<Waiting> failed;
   absl::Status why = reason;
   {
     absl::MutexLock lock(&mu);
@@ -268,11 +288,13 @@ void DataConnection::Core::Fail(const absl::Status& reason) {
     failure = std::string(why.message());
     // Wakes the other thread out of its send or receive.
     if (fd >= 0) shutdown(fd, SHUT_RDWR);
-    for (auto& [id, w] : waiting) failed.emplace_back(w.key, std::move(w.done));
+    for (auto& [id, w] : waiting) failed.push_back(std::move(w));
     waiting.clear();
+    lingering.clear();
     queue.clear();
   }
-  for (auto& [key, done] : failed) done(Failed(key, why));
+  const proto::DataAnswer none;
+  for (Waiting& w : failed) w.done(Failed(w.what, why), none, std::string());
 }
 
 DataConnection::DataConnection(std::string host, int port, uint64_t token,
@@ -325,20 +347,79 @@ int64_t DataConnection::answered() const {
 bool DataConnection::Push(int64_t step_id, const std::string& key,
                           const Tensor& value, absl::Duration deadline,
                           StatusCallback&& done) {
-  Core::Queued push;
-  push.id = core_->next_id.fetch_add(1, std::memory_order_relaxed);
-  proto::PushTensorHeader header = PushHeaderFor(step_id, key, value);
-  header.set_call_id(push.id);
-  push.head = FramedHeader(header);
-  push.value = value;
+  proto::DataFrame frame;
+  *frame.mutable_push() = PushHeaderFor(step_id, key, value);
+  return Send(frame, value, [&] {
+    Waiting waiting;
+    waiting.what = absl::StrCat("push of '", key, "'");
+    waiting.deadline = absl::Now() + deadline;
+    waiting.done = [done = std::move(done)](const absl::Status& s,
+                                            const proto::DataAnswer&,
+                                            const std::string&) { done(s); };
+    return waiting;
+  });
+}
+
+bool DataConnection::Offer(const proto::PushTensorHeader& header,
+                           std::shared_ptr<const void> pinned,
+                           absl::Duration deadline, OfferDone&& done) {
+  proto::DataFrame frame;
+  *frame.mutable_push() = header;
+  return Send(frame, Tensor(), [&] {
+    Waiting waiting;
+    waiting.what = absl::StrCat("push of '", header.key(), "'");
+    waiting.deadline = absl::Now() + deadline;
+    waiting.pinned = std::move(pinned);
+    waiting.done = [done = std::move(done)](const absl::Status& s,
+                                            const proto::DataAnswer& answer,
+                                            const std::string&) {
+      done(s, answer.push());
+    };
+    return waiting;
+  });
+}
+
+bool DataConnection::RunGraph(const proto::RunGraphRequest& request,
+                              proto::RunGraphResponse* response,
+                              absl::Duration deadline, StatusCallback&& done) {
+  proto::DataFrame frame;
+  *frame.mutable_run_graph() = request;
+  return Send(frame, Tensor(), [&] {
+    Waiting waiting;
+    waiting.what = absl::StrCat("RunGraph of step ", request.step_id());
+    waiting.deadline = absl::Now() + deadline;
+    waiting.done = [core = core_.get(), step = request.step_id(), response,
+                    done = std::move(done)](const absl::Status& s,
+                                            const proto::DataAnswer&,
+                                            const std::string& payload) {
+      if (s.ok() && !response->ParseFromString(payload)) {
+        done(absl::InternalError(
+            absl::StrCat("RunGraph of step ", step, " on task ", core->task,
+                         " at ", core->address,
+                         ": its answer on the data connection does not "
+                         "parse")));
+        return;
+      }
+      done(s);
+    };
+    return waiting;
+  });
+}
+
+bool DataConnection::Send(proto::DataFrame& frame, const Tensor& bytes,
+                          absl::FunctionRef<Waiting()> waiting) {
+  Queued call;
+  call.id = core_->next_id.fetch_add(1, std::memory_order_relaxed);
+  frame.set_call_id(call.id);
+  call.head = FramedHeader(frame);
+  call.value = bytes;
   int fd = -1;
   {
     absl::MutexLock lock(&core_->mu);
     if (core_->state != State::kReady || core_->closing) return false;
-    core_->waiting.emplace(
-        push.id, Core::Waiting{key, absl::Now() + deadline, std::move(done)});
+    core_->waiting.emplace(call.id, waiting());
     if (core_->writing || !core_->queue.empty()) {
-      core_->queue.push_back(std::move(push));
+      core_->queue.push_back(std::move(call));
       return true;
     }
     // Nothing is being written: this thread writes what the socket takes
@@ -346,17 +427,17 @@ bool DataConnection::Push(int64_t step_id, const std::string& key,
     core_->writing = true;
     fd = core_->fd;
   }
-  absl::Status s = Core::WriteFrame(fd, &push, /*dont_wait=*/true);
+  absl::Status s = Core::WriteFrame(fd, &call, /*dont_wait=*/true);
   {
     absl::MutexLock lock(&core_->mu);
     core_->writing = false;
-    if (s.ok() && push.sent < push.size()) {
-      core_->queue.push_front(std::move(push));
+    if (s.ok() && call.sent < call.size()) {
+      core_->queue.push_front(std::move(call));
     } else if (s.ok()) {
-      core_->Written(push.id);
+      core_->Written(call.id);
     }
   }
-  // (The reader fails the waiting pushes: their callbacks must not run on
+  // (The reader fails the waiting calls: their callbacks must not run on
   // this thread, whose caller may hold locks.)
   if (!s.ok()) core_->Break(s);
   return true;
@@ -378,7 +459,7 @@ void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
     core->state = State::kReady;
   }
   while (true) {
-    Core::Queued push;
+    Queued push;
     {
       absl::MutexLock lock(&core->mu);
       auto ready = [&core]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core->mu) {
@@ -420,10 +501,10 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
     fd = core->fd;
   }
   while (true) {
-    // Pushes past their deadline fail alone, and the connection goes on;
+    // Calls past their deadline fail alone, and the connection goes on;
     // unless one was not even written, which means that the task stopped
-    // reading: then the connection ends (large pushes go over gRPC).
-    std::vector<std::pair<std::string, StatusCallback>> expired;
+    // reading: then the connection ends (the calls go over gRPC).
+    std::vector<Waiting> expired;
     bool unwritten = false;
     int64_t timeout_ms = kDeadlineCheckMs;
     {
@@ -433,7 +514,11 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
       for (auto it = core->waiting.begin(); it != core->waiting.end();) {
         if (it->second.deadline <= now) {
           unwritten |= !it->second.written;
-          expired.emplace_back(it->second.key, std::move(it->second.done));
+          // The task may still read what the call pinned.
+          if (it->second.pinned != nullptr) {
+            core->lingering.emplace(it->first, std::move(it->second.pinned));
+          }
+          expired.push_back(std::move(it->second));
           core->waiting.erase(it++);
         } else {
           const int64_t left =
@@ -444,15 +529,17 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
         }
       }
     }
-    for (auto& [key, done] : expired) {
-      done(absl::DeadlineExceededError(absl::StrCat(
-          "push of '", key, "' to task ", core->task, " at ", core->address,
-          " passed its deadline on the data connection; the task may be "
-          "overloaded or hung")));
+    const proto::DataAnswer none;
+    for (Waiting& w : expired) {
+      w.done(absl::DeadlineExceededError(absl::StrCat(
+                 w.what, " to task ", core->task, " at ", core->address,
+                 " passed its deadline on the data connection; the task may "
+                 "be overloaded or hung")),
+             none, std::string());
     }
     if (unwritten) {
       core->Fail(absl::DeadlineExceededError(
-          "a push passed its deadline before the task took its bytes"));
+          "a call passed its deadline before the task took its bytes"));
       return;
     }
     pollfd p{fd, POLLIN, 0};
@@ -461,25 +548,44 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
       core->Fail(absl::UnavailableError(std::strerror(errno)));
       return;
     }
-    if (n <= 0) continue;
-    proto::PushTensorStreamResponse answer;
-    absl::Status s = RecvFrameHeader(fd, &answer);
-    if (!s.ok()) {
-      core->Fail(s);
-      return;
-    }
-    StatusCallback done;
-    {
-      absl::MutexLock lock(&core->mu);
-      auto it = core->waiting.find(answer.call_id());
-      if (it == core->waiting.end()) continue;  // it passed its deadline
-      done = std::move(it->second.done);
-      core->waiting.erase(it);
-      ++core->answered;
-    }
-    done(absl::Status(static_cast<absl::StatusCode>(answer.code()),
-                      answer.message()));
+    if (n > 0 && !core->ReadAnswer(fd)) return;
   }
+}
+
+bool DataConnection::Core::ReadAnswer(int fd) {
+  proto::DataAnswer answer;
+  absl::Status s = RecvFrameHeader(fd, &answer);
+  std::string payload;
+  if (s.ok() && answer.run_graph_bytes() > 0) {
+    // (Bounded by what protobuf parses, which RunGraph's answer must.)
+    if (answer.run_graph_bytes() > INT32_MAX) {
+      s = absl::InvalidArgumentError(absl::StrCat(
+          "an answer of ", answer.run_graph_bytes(), " bytes"));
+    } else {
+      payload.resize(static_cast<size_t>(answer.run_graph_bytes()));
+      s = RecvAll(fd, payload.data(), payload.size());
+    }
+  }
+  if (!s.ok()) {
+    Fail(s);
+    return false;
+  }
+  Waiting w;
+  {
+    absl::MutexLock lock(&mu);
+    auto it = waiting.find(answer.call_id());
+    if (it == waiting.end()) {  // it passed its deadline
+      lingering.erase(answer.call_id());
+      return true;
+    }
+    w = std::move(it->second);
+    waiting.erase(it);
+    ++answered;
+  }
+  w.done(absl::Status(static_cast<absl::StatusCode>(answer.code()),
+                      answer.message()),
+         answer, payload);
+  return true;
 }
 
 }  // namespace distflow

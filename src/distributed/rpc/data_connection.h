@@ -1,24 +1,29 @@
-// The sending end of a data connection (data_socket.h): pushes large tensors
-// to one task over a TCP connection of their own.
+// The calling end of a data connection (data_socket.h): sends one task the
+// pushes and RunGraph calls of steps over a TCP connection of their own.
 //
 // Two threads per connection: a writer, which connects, says hello, and
-// then writes each queued push from the tensor's own buffer; and a reader,
-// which takes the task's answers and ends pushes past their deadline. A push
-// fails alone when the task refuses it or its deadline passes; when the
-// connection breaks, every push still waiting fails with UNAVAILABLE naming
-// the task and its address, and the connection takes no more (the caller
-// pushes over gRPC, whose answer may offer a new one).
+// then writes each queued call from its message and the tensor's own buffer
+// (the caller writes what the socket takes at once itself); and a reader,
+// which takes the task's answers, hands each to its call's callback, and
+// ends calls past their deadline. A call fails alone when the task refuses
+// it or its deadline passes; when the connection breaks, every call still
+// waiting fails with UNAVAILABLE naming the task and its address, and the
+// connection takes no more (the caller goes over gRPC, whose answer may
+// offer a new one).
 #ifndef DISTFLOW_DISTRIBUTED_RPC_DATA_CONNECTION_H_
 #define DISTFLOW_DISTRIBUTED_RPC_DATA_CONNECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "distflow/tensor.h"
 #include "distributed/worker_interface.h"
+#include "proto/worker.pb.h"
 
 namespace distflow {
 
@@ -49,20 +54,42 @@ class DataConnection {
   // Why the connection was refused or broke (empty before).
   std::string failure() const;
 
-  // Queues a push of `value` (of a fixed-size type) under `key` in step
-  // `step_id`, if the connection is ready; false otherwise, and `done` is
-  // left to the caller. `done` gets the task's answer, or the failure; it
-  // runs on one of the connection's threads (or the destructor's caller),
-  // never on the caller of Push. The tensor is referenced until its bytes
-  // are written.
+  // Each call is sent if the connection is ready; otherwise it returns false
+  // and `done` is left to the caller. `done` gets the task's answer, or the
+  // failure; it runs on one of the connection's threads (or the destructor's
+  // caller), never on the caller of the method.
+
+  // Pushes `value` (of a fixed-size type) under `key` in step `step_id`. The
+  // tensor is referenced until its bytes are written.
   bool Push(int64_t step_id, const std::string& key, const Tensor& value,
             absl::Duration deadline, StatusCallback&& done);
+  using OfferDone = std::function<void(const absl::Status&,
+                                       const proto::PushTensorResponse&)>;
+  // Offers a tensor by the same-host path: `header` (SameHostPushHeader)
+  // says where its bytes lie in this process. `pinned` is held until the task
+  // answers or the connection ends, even past the deadline: the task may be
+  // reading the bytes.
+  bool Offer(const proto::PushTensorHeader& header,
+             std::shared_ptr<const void> pinned, absl::Duration deadline,
+             OfferDone&& done);
+  // Runs a step's partition: `request` carries no feeds. `response` must
+  // live until `done` runs.
+  bool RunGraph(const proto::RunGraphRequest& request,
+                proto::RunGraphResponse* response, absl::Duration deadline,
+                StatusCallback&& done);
 
-  // Pushes answered so far (for tests).
+  // Calls answered so far (for tests).
   int64_t answered() const;
 
  private:
   struct Core;
+  struct Queued;
+  struct Waiting;
+  // Queues (and starts writing) `frame`, followed by `bytes`' bytes if it is
+  // initialized, if the connection is ready; `waiting` makes its entry then
+  // (so a call that is not sent keeps its callback). See the public calls.
+  bool Send(proto::DataFrame& frame, const Tensor& bytes,
+            absl::FunctionRef<Waiting()> waiting);
   static void WriteLoop(std::shared_ptr<Core> core);
   static void ReadLoop(std::shared_ptr<Core> core);
 

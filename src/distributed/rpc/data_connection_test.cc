@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/gathered_tensor.h"
+#include "core/tensor_coding.h"
 #include "distributed/rpc/data_connection.h"
 #include "distributed/rpc/data_listener.h"
 #include "distributed/rpc/data_socket.h"
@@ -50,14 +51,39 @@ bool SameValues(const Tensor& a, const Tensor& b) {
 
 // The receiving end: keeps what arrives, and answers at once (with the
 // error set for a key in `refuse`) or, for keys in `hold`, when the test
-// says.
+// says. Same-host offers are answered as refused (their header kept);
+// RunGraph calls with a fetch of `fetch`, or held for the steps in `hold`.
 class Receiver {
  public:
   Receiver() {
-    auto listener = DataListener::Create(
-        "127.0.0.1", nullptr,
-        [this](int64_t step_id, const std::string& key, const Tensor& value,
-               StatusCallback done) {
+    DataListener::Handlers handlers;
+    handlers.offer = [this](const proto::PushTensorHeader& header,
+                            proto::PushTensorResponse* response,
+                            StatusCallback done) {
+      {
+        absl::MutexLock lock(&mu_);
+        offers_.push_back(header);
+      }
+      response->set_same_host_refused("not on this host");
+      done(absl::OkStatus());
+    };
+    handlers.run_graph = [this](const proto::RunGraphRequest* request,
+                                proto::RunGraphResponse* response,
+                                StatusCallback done) {
+      absl::MutexLock lock(&mu_);
+      if (held_keys_.count(absl::StrCat("step ", request->step_id())) > 0) {
+        held_.push_back(std::move(done));
+        return;
+      }
+      TensorToProto(fetch_, response->add_fetch());
+      done(absl::OkStatus());
+    };
+    handlers.abandoned = [this](const proto::RunGraphRequest& request) {
+      absl::MutexLock lock(&mu_);
+      abandoned_.push_back(request.step_id());
+    };
+    handlers.deliver = [this](int64_t step_id, const std::string& key,
+                              const Tensor& value, StatusCallback done) {
           absl::Status answer;
           {
             absl::MutexLock lock(&mu_);
@@ -71,7 +97,8 @@ class Receiver {
             if (refused != refuse_.end()) answer = refused->second;
           }
           done(answer);
-        });
+    };
+    auto listener = DataListener::Create("127.0.0.1", nullptr, handlers);
     EXPECT_TRUE(listener.ok()) << listener.status();
     listener_ = *std::move(listener);
   }
@@ -113,6 +140,24 @@ class Receiver {
     absl::MutexLock lock(&mu_);
     return steps_[key];
   }
+  void SetFetch(Tensor fetch) {
+    absl::MutexLock lock(&mu_);
+    fetch_ = std::move(fetch);
+  }
+  std::vector<proto::PushTensorHeader> Offers() {
+    absl::MutexLock lock(&mu_);
+    return offers_;
+  }
+  // Waits (up to 10 s) for `n` abandoned steps; their ids.
+  std::vector<int64_t> AwaitAbandoned(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return abandoned_.size() >= n;
+    };
+    EXPECT_TRUE(
+        mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10)));
+    return abandoned_;
+  }
 
  private:
   absl::Mutex mu_;
@@ -121,6 +166,9 @@ class Receiver {
   std::map<std::string, absl::Status> refuse_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> held_keys_ ABSL_GUARDED_BY(mu_);
   std::vector<StatusCallback> held_ ABSL_GUARDED_BY(mu_);
+  Tensor fetch_ ABSL_GUARDED_BY(mu_) = Tensor::Scalar(1.0f);
+  std::vector<proto::PushTensorHeader> offers_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> abandoned_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<DataListener> listener_;
 };
 
@@ -365,12 +413,12 @@ TEST(DataConnectionTest, AMalformedPushIsAnsweredAndEndsTheConnection) {
   Receiver receiver;
   const int fd = RawConnection(receiver.listener());
   // A header whose byte count does not fit its shape.
-  proto::PushTensorHeader header =
-      PushHeaderFor(3, "misfit", Pattern(4, 0));
-  header.set_total_bytes(999);
-  header.set_call_id(5);
-  ASSERT_EQ(SendFrame(fd, header), absl::OkStatus());
-  proto::PushTensorStreamResponse answer;
+  proto::DataFrame frame;
+  frame.set_call_id(5);
+  *frame.mutable_push() = PushHeaderFor(3, "misfit", Pattern(4, 0));
+  frame.mutable_push()->set_total_bytes(999);
+  ASSERT_EQ(SendFrame(fd, frame), absl::OkStatus());
+  proto::DataAnswer answer;
   ASSERT_EQ(RecvFrameHeader(fd, &answer), absl::OkStatus());
   EXPECT_EQ(answer.call_id(), 5u);
   EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
@@ -382,11 +430,12 @@ TEST(DataConnectionTest, AMalformedPushIsAnsweredAndEndsTheConnection) {
 
   // A shape whose byte count overflows int64 describes no tensor.
   const int fd3 = RawConnection(receiver.listener());
-  proto::PushTensorHeader hostile = PushHeaderFor(4, "hostile", Pattern(4, 0));
-  hostile.mutable_shape()->clear_dim();
-  hostile.mutable_shape()->add_dim(int64_t{1} << 62);
-  hostile.set_total_bytes(0);
+  proto::DataFrame hostile;
   hostile.set_call_id(6);
+  *hostile.mutable_push() = PushHeaderFor(4, "hostile", Pattern(4, 0));
+  hostile.mutable_push()->mutable_shape()->clear_dim();
+  hostile.mutable_push()->mutable_shape()->add_dim(int64_t{1} << 62);
+  hostile.mutable_push()->set_total_bytes(0);
   ASSERT_EQ(SendFrame(fd3, hostile), absl::OkStatus());
   ASSERT_EQ(RecvFrameHeader(fd3, &answer), absl::OkStatus());
   EXPECT_EQ(answer.call_id(), 6u);
@@ -394,13 +443,120 @@ TEST(DataConnectionTest, AMalformedPushIsAnsweredAndEndsTheConnection) {
   EXPECT_THAT(answer.message(), HasSubstr("'hostile'"));
   close(fd3);
 
-  // A frame header too long to be a push's: the connection just ends.
+  // A frame that is no call.
+  const int fd4 = RawConnection(receiver.listener());
+  proto::DataFrame empty;
+  empty.set_call_id(7);
+  ASSERT_EQ(SendFrame(fd4, empty), absl::OkStatus());
+  ASSERT_EQ(RecvFrameHeader(fd4, &answer), absl::OkStatus());
+  EXPECT_EQ(answer.call_id(), 7u);
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_FALSE(RecvAll(fd4, &byte, 1).ok());
+  close(fd4);
+
+  // A frame header too long to be a call's: the connection just ends.
   const int fd2 = RawConnection(receiver.listener());
   const unsigned char huge[4] = {0xff, 0xff, 0xff, 0x7f};
   iovec iov{const_cast<unsigned char*>(huge), 4};
   ASSERT_EQ(SendAll(fd2, &iov, 1), absl::OkStatus());
   EXPECT_FALSE(RecvAll(fd2, &byte, 1).ok());
   close(fd2);
+}
+
+// RunGraph calls and their answers, whose fetches may be far larger than a
+// frame header.
+TEST(DataConnectionTest, RunGraphCallsGetTheirResponses) {
+  Receiver receiver;
+  auto connection = ConnectTo(receiver.listener());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  for (const int64_t n : {int64_t{1}, int64_t{1} << 20}) {  // 4 B, 4 MiB
+    receiver.SetFetch(Pattern(n, 3.0f));
+    proto::RunGraphRequest request;
+    request.set_graph_handle("g");
+    request.set_step_id(40 + n);
+    proto::RunGraphResponse response;
+    Outcome outcome;
+    ASSERT_TRUE(connection->RunGraph(request, &response, absl::Seconds(10),
+                                     outcome.Callback()));
+    ASSERT_EQ(outcome.Wait(), absl::OkStatus());
+    ASSERT_EQ(response.fetch_size(), 1);
+    absl::StatusOr<Tensor> fetched = TensorFromProto(response.fetch(0));
+    ASSERT_TRUE(fetched.ok()) << fetched.status();
+    EXPECT_TRUE(SameValues(*fetched, Pattern(n, 3.0f))) << n;
+  }
+  EXPECT_EQ(receiver.listener()->run_graphs(), 2);
+}
+
+// Offers of the same-host path and small pushes travel on the connection
+// too; the task's answer to an offer comes back whole.
+TEST(DataConnectionTest, OffersAndSmallPushesTravelOnIt) {
+  Receiver receiver;
+  auto connection = ConnectTo(receiver.listener());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  const Tensor offered = Pattern(1 << 16, 4.0f);
+  absl::Notification answered;
+  absl::Status status;
+  std::string refused;
+  ASSERT_TRUE(connection->Offer(
+      SameHostPushHeader(9, "offered", offered),
+      std::make_shared<const Tensor>(offered), absl::Seconds(10),
+      [&](const absl::Status& s, const proto::PushTensorResponse& response) {
+        status = s;
+        refused = response.same_host_refused();
+        answered.Notify();
+      }));
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(status, absl::OkStatus());
+  EXPECT_EQ(refused, "not on this host");
+  ASSERT_EQ(receiver.Offers().size(), 1u);
+  EXPECT_EQ(receiver.Offers()[0].key(), "offered");
+  EXPECT_TRUE(receiver.Offers()[0].has_same_host());
+  Outcome small;
+  ASSERT_TRUE(connection->Push(9, "small", Pattern(3, 5.0f), absl::Seconds(10),
+                               small.Callback()));
+  EXPECT_EQ(small.Wait(), absl::OkStatus());
+  EXPECT_TRUE(SameValues(receiver.Received("small"), Pattern(3, 5.0f)));
+}
+
+// A caller that goes away while its step runs: the task abandons the step
+// (so that its ops stop waiting for the caller's tensors), and the caller's
+// call fails naming the task.
+TEST(DataConnectionTest, AStepWhoseCallerLeavesIsAbandoned) {
+  Receiver receiver;
+  receiver.Hold("step 77");
+  auto connection = ConnectTo(receiver.listener());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  proto::RunGraphRequest request;
+  request.set_step_id(77);
+  proto::RunGraphResponse response;
+  Outcome outcome;
+  ASSERT_TRUE(connection->RunGraph(request, &response, absl::Seconds(30),
+                                   outcome.Callback()));
+  receiver.AwaitHeld(1);
+  connection.reset();
+  EXPECT_TRUE(absl::IsCancelled(outcome.Wait())) << outcome.status;
+  EXPECT_EQ(receiver.AwaitAbandoned(1), std::vector<int64_t>{77});
+  receiver.AnswerHeld();  // the answer has nowhere to go: dropped
+}
+
+TEST(DataConnectionTest, ARunGraphPastItsDeadlineFailsNamingTheStep) {
+  Receiver receiver;
+  receiver.Hold("step 5");
+  auto connection = ConnectTo(receiver.listener());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  proto::RunGraphRequest request;
+  request.set_step_id(5);
+  proto::RunGraphResponse response;
+  Outcome outcome;
+  ASSERT_TRUE(connection->RunGraph(request, &response, absl::Milliseconds(200),
+                                   outcome.Callback()));
+  const absl::Status s = outcome.Wait();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("RunGraph of step 5"));
+  EXPECT_THAT(s.message(), HasSubstr(kTask));
+  receiver.AwaitHeld(1);
+  receiver.AnswerHeld();
+  EXPECT_EQ(connection->state(), DataConnection::State::kReady);
 }
 
 // A ps holds a 1 MiB variable; the worker's step reads it whole (the ps
@@ -452,7 +608,7 @@ TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   GrpcServer* ps = (*cluster)->server("ps", 0);
   GrpcServer* worker = (*cluster)->server("worker", 0);
-  // No task listens before a large tensor comes (see LazyDataListener).
+  // No task listens before a call comes (see LazyDataListener).
   EXPECT_EQ(ps->data_port(), 0);
   EXPECT_EQ(worker->data_port(), 0);
   // The first tensor each way goes over gRPC, whose answer offers the
@@ -473,11 +629,14 @@ TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
   ASSERT_GT(worker->data_tensors_received(), 0);
   const int64_t to_ps = ps->data_tensors_received();
   const int64_t to_worker = worker->data_tensors_received();
-  // From then on every tensor goes on them, and they stay open between
-  // steps: one each way.
+  // From then on every tensor goes on them (the 1 MiB ones, and small ones
+  // such as a control edge's), and so do the steps' RunGraph calls to the
+  // ps; they stay open between steps: one each way.
+  const int64_t run_graphs = ps->data_run_graphs();
   RunSteps(cluster->get(), 3);
-  EXPECT_EQ(ps->data_tensors_received() - to_ps, 3);
-  EXPECT_EQ(worker->data_tensors_received() - to_worker, 3);
+  EXPECT_GE(ps->data_tensors_received() - to_ps, 3);
+  EXPECT_GE(worker->data_tensors_received() - to_worker, 3);
+  EXPECT_EQ(ps->data_run_graphs() - run_graphs, 7);  // the init, 3 x 2 steps
   EXPECT_EQ(EstablishedTo(ps->data_port()), 1);
   EXPECT_EQ(EstablishedTo(worker->data_port()), 1);
 }

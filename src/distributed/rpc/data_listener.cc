@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/step_trace.h"
@@ -51,33 +52,47 @@ std::string PeerName(int fd) {
 
 }  // namespace
 
-// One accepted connection. Answers may be written from any thread (a push's
+// One accepted connection. Answers may be written from any thread (a call's
 // callback), so writes are serialized; the socket is closed once nothing
 // refers to it.
 struct DataListener::Connection {
   explicit Connection(int fd) : fd(fd), peer(PeerName(fd)) {}
   ~Connection() { close(fd); }
 
-  void Answer(uint64_t call_id, const absl::Status& status) {
-    proto::PushTensorStreamResponse answer;
+  // Writes the answer to call `call_id`: its status, a push's `response`,
+  // and the bytes of a RunGraph's `payload` after the frame.
+  void Answer(uint64_t call_id, const absl::Status& status,
+              const proto::PushTensorResponse* response = nullptr,
+              const std::string& payload = std::string()) {
+    proto::DataAnswer answer;
     answer.set_call_id(call_id);
     answer.set_code(static_cast<int>(status.code()));
     answer.set_message(std::string(status.message()));
+    if (response != nullptr) *answer.mutable_push() = *response;
+    answer.set_run_graph_bytes(static_cast<int64_t>(payload.size()));
     absl::MutexLock lock(&write_mu);
     // A failed write means the sender is gone or stuck: the connection ends
-    // (the sender fails its pushes itself).
-    if (!SendFrame(fd, answer).ok()) shutdown(fd, SHUT_RDWR);
+    // (the sender fails its calls itself).
+    if (!SendFrame(fd, answer, payload.data(), payload.size()).ok()) {
+      shutdown(fd, SHUT_RDWR);
+    }
   }
 
   const int fd;
   const std::string peer;
   absl::Mutex write_mu;
   std::atomic<bool> finished{false};
+  // The RunGraph calls running, by call id, and whether the connection has
+  // ended (then the calls still running were abandoned).
+  absl::Mutex calls_mu;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>>
+      running ABSL_GUARDED_BY(calls_mu);
+  bool ended ABSL_GUARDED_BY(calls_mu) = false;
 };
 
 absl::StatusOr<std::unique_ptr<DataListener>> DataListener::Create(
     const std::string& host, std::shared_ptr<RecvBufferPool> pool,
-    Deliver deliver) {
+    Handlers handlers) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -119,17 +134,17 @@ absl::StatusOr<std::unique_ptr<DataListener>> DataListener::Create(
                 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                 : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return std::unique_ptr<DataListener>(
-      new DataListener(fd, port, std::move(pool), std::move(deliver)));
+      new DataListener(fd, port, std::move(pool), std::move(handlers)));
 }
 
 DataListener::DataListener(int fd, int port,
                            std::shared_ptr<RecvBufferPool> pool,
-                           Deliver deliver)
+                           Handlers handlers)
     : fd_(fd),
       port_(port),
       token_(RandomDataToken()),
       pool_(std::move(pool)),
-      deliver_(std::move(deliver)) {
+      handlers_(std::move(handlers)) {
   acceptor_ = std::thread(&DataListener::AcceptLoop, this);
 }
 
@@ -217,12 +232,25 @@ void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
     char answer = ours ? 1 : 0;
     iovec iov{&answer, 1};
     if (SendAll(fd, &iov, 1).ok() && ours) {
-      SetTimeout(fd, SO_RCVTIMEO, 0);  // pushes come whenever steps run
+      SetTimeout(fd, SO_RCVTIMEO, 0);  // calls come whenever steps run
       while (ServeOne(connection)) {
       }
     }
   }
   shutdown(fd, SHUT_RDWR);
+  // The caller of the steps still running here is gone: nobody would abort
+  // them, and their ops may wait for its tensors.
+  std::vector<std::shared_ptr<proto::RunGraphRequest>> abandoned;
+  {
+    absl::MutexLock lock(&connection->calls_mu);
+    connection->ended = true;
+    for (auto& [id, request] : connection->running) {
+      abandoned.push_back(request);
+    }
+  }
+  if (handlers_.abandoned) {
+    for (const auto& request : abandoned) handlers_.abandoned(*request);
+  }
   connection->finished = true;
 }
 
@@ -239,25 +267,56 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
 }
 
 bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
-  const int fd = connection->fd;
-  proto::PushTensorHeader header;
-  absl::Status s = RecvFrameHeader(fd, &header);
+  proto::DataFrame frame;
+  absl::Status s = RecvFrameHeader(connection->fd, &frame);
   if (!s.ok()) {
     if (absl::IsInvalidArgument(s)) {
       DF_LOG(Warning) << "data connection from " << connection->peer
-                      << ": malformed push (" << s.message()
+                      << ": malformed frame (" << s.message()
                       << "); closing it";
     }
     return false;
   }
-  const uint64_t id = header.call_id();
+  switch (frame.kind_case()) {
+    case proto::DataFrame::kPush:
+      return ServePush(connection, frame.call_id(), frame.push());
+    case proto::DataFrame::kRunGraph:
+      ServeRunGraph(connection, frame.call_id(),
+                    std::move(*frame.mutable_run_graph()));
+      return true;
+    default:
+      DF_LOG(Warning) << "data connection from " << connection->peer
+                      << ": a frame that is neither a push nor a RunGraph "
+                         "call; closing it";
+      connection->Answer(frame.call_id(),
+                         absl::InvalidArgumentError(
+                             "a data connection frame must be a push or a "
+                             "RunGraph call"));
+      return false;
+  }
+}
+
+bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
+                             uint64_t id,
+                             const proto::PushTensorHeader& header) {
+  const int fd = connection->fd;
+  if (header.has_same_host() && header.offset() == 0 && handlers_.offer) {
+    // (The offer's handler checks the header, as for an offer over gRPC.)
+    auto response = std::make_shared<proto::PushTensorResponse>();
+    handlers_.offer(header, response.get(),
+                    [connection, id, response](const absl::Status& status) {
+                      connection->Answer(id, status, response.get());
+                    });
+    return true;
+  }
   const int64_t total = header.total_bytes();
   absl::StatusOr<PushedTensorSpec> spec = CheckPushHeader(header, total);
   if (spec.ok() && (header.offset() != 0 || header.has_same_host() ||
                     header.has_small_tensor())) {
     spec = absl::InvalidArgumentError(
         absl::StrCat("PushTensor '", header.key(),
-                     "': a data connection carries whole tensors only"));
+                     "': a data connection carries whole tensors of fixed-size "
+                     "types only"));
   }
   if (!spec.ok()) {
     DF_LOG(Warning) << "data connection from " << connection->peer << ": "
@@ -267,7 +326,7 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
   }
   absl::StatusOr<Tensor> value = Allocate(spec->dtype, spec->shape, total);
   if (!value.ok()) {
-    // Read past the bytes, so that the next push is found.
+    // Read past the bytes, so that the next call is found.
     std::vector<char> scratch(std::min<int64_t>(total, int64_t{1} << 20));
     for (int64_t left = total; left > 0;) {
       const size_t n = std::min<int64_t>(left, scratch.size());
@@ -290,11 +349,50 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
                    start_ns);
   }
   received_.fetch_add(1, std::memory_order_relaxed);
-  deliver_(header.step_id(), header.key(), *value,
-           [connection, id](const absl::Status& status) {
-             connection->Answer(id, status);
-           });
+  handlers_.deliver(header.step_id(), header.key(), *value,
+                    [connection, id](const absl::Status& status) {
+                      connection->Answer(id, status);
+                    });
   return true;
+}
+
+void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
+                                 uint64_t id,
+                                 proto::RunGraphRequest&& request) {
+  if (!handlers_.run_graph) {
+    connection->Answer(id, absl::UnimplementedError(
+                               "this task takes no RunGraph calls on data "
+                               "connections"));
+    return;
+  }
+  if (request.feed_size() != 0) {
+    connection->Answer(
+        id, absl::InvalidArgumentError(absl::StrCat(
+                "RunGraph of step ", request.step_id(),
+                ": a data connection carries RunGraph calls without feeds")));
+    return;
+  }
+  auto call = std::make_shared<proto::RunGraphRequest>(std::move(request));
+  {
+    absl::MutexLock lock(&connection->calls_mu);
+    connection->running.emplace(id, call);
+  }
+  run_graphs_.fetch_add(1, std::memory_order_relaxed);
+  auto response = std::make_shared<proto::RunGraphResponse>();
+  // (The partition's first ops may run on this thread: see
+  // Worker::RunGraphAsync.)
+  handlers_.run_graph(
+      call.get(), response.get(),
+      [connection, id, call, response](const absl::Status& status) {
+        {
+          absl::MutexLock lock(&connection->calls_mu);
+          connection->running.erase(id);
+          if (connection->ended) return;  // nobody to answer
+        }
+        connection->Answer(id, status, nullptr,
+                           status.ok() ? response->SerializeAsString()
+                                       : std::string());
+      });
 }
 
 DataListener* LazyDataListener::Get() {
@@ -302,14 +400,14 @@ DataListener* LazyDataListener::Get() {
   if (closed_) return nullptr;
   if (listener_ == nullptr &&
       absl::Now() - failed_at_ >= absl::Minutes(1)) {
-    auto listener = DataListener::Create(host_, pool_, deliver_);
+    auto listener = DataListener::Create(host_, pool_, handlers_);
     if (listener.ok()) {
       listener_ = *std::move(listener);
     } else {
       failed_at_ = absl::Now();
       DF_LOG(Warning) << "task " << task_ << ": "
                       << listener.status().message()
-                      << "; tensors will come over gRPC (trying again in a "
+                      << "; calls will come over gRPC (trying again in a "
                          "minute)";
     }
   }
@@ -338,6 +436,11 @@ int LazyDataListener::port() {
 int64_t LazyDataListener::received() {
   absl::MutexLock lock(&mu_);
   return listener_ != nullptr ? listener_->received() : 0;
+}
+
+int64_t LazyDataListener::run_graphs() {
+  absl::MutexLock lock(&mu_);
+  return listener_ != nullptr ? listener_->run_graphs() : 0;
 }
 
 }  // namespace distflow

@@ -1,18 +1,23 @@
 // Data connections: a plain TCP connection from one task to another, beside
-// their gRPC connection, that carries the bytes of large pushed tensors.
-// Over gRPC every byte is copied from the socket into gRPC's buffers and
-// again into the tensor, and HTTP/2 frames it; here the sender writes from
-// the tensor's buffer and the receiver reads straight into the tensor's, as
-// a raw TCP stream does (docs/benchmarks.md, "The TCP path"). gRPC stays in
-// charge: it tells the sender where to connect (DataConnectionOffer), and
-// takes every push while there is no data connection. The bytes on the wire
+// their gRPC connection, that carries the messages of steps: pushed tensors
+// and RunGraph calls, and their answers. gRPC's cost per message (HTTP/2
+// framing, its polling threads and their hand-overs: about 45 us each way
+// between two processes of one host, against 7 us for a socket's read) is
+// paid several times in every step; and over gRPC every byte of a tensor is
+// copied from the socket into gRPC's buffers and again into the tensor. Here
+// the sender writes from the tensor's buffer, one thread of the receiver
+// waits on the socket and reads straight into the tensor's buffer, and
+// answers wake the caller's thread directly (docs/benchmarks.md, "Data
+// connections", "Steps on data connections"). gRPC stays in charge: it
+// tells the sender where to connect (DataConnectionOffer), and takes every
+// call while there is no data connection. The bytes on the wire
 // (docs/formats.md, "Data connections"):
 //
-//   sender -> receiver: "dfdata01", token (uint64 little-endian); then per
-//     push [uint32 little-endian n][n bytes: PushTensorHeader with call_id]
-//     [total_bytes raw bytes]
+//   sender -> receiver: "dfdata02", token (uint64 little-endian); then per
+//     call [uint32 little-endian n][n bytes: DataFrame][a push's raw bytes]
 //   receiver -> sender: one byte (1: the token is this server's); then per
-//     push [uint32 little-endian n][n bytes: PushTensorStreamResponse]
+//     call [uint32 little-endian n][n bytes: DataAnswer][a RunGraph's
+//     serialized RunGraphResponse, run_graph_bytes long]
 //
 // This file: what both ends share. data_connection.h is the sender's end,
 // data_listener.h the receiver's.
@@ -31,19 +36,15 @@
 namespace distflow {
 
 // False when the environment variable DISTFLOW_DATA_CONNECTION is "0": a
-// task then neither offers nor uses data connections (every push goes over
+// task then neither offers nor uses data connections (every call goes over
 // gRPC, for example to measure the difference).
 bool DataConnectionAllowedByEnv();
 
-// Pushes of fewer bytes stay on gRPC's push stream, whose per-message cost is
-// lower than a hand-over between a connection's threads.
-inline constexpr int64_t kMinDataConnectionBytes = int64_t{256} << 10;
-
 // The first bytes a sender writes, before the token.
-inline constexpr char kDataHello[8] = {'d', 'f', 'd', 'a', 't', 'a', '0', '1'};
+inline constexpr char kDataHello[8] = {'d', 'f', 'd', 'a', 't', 'a', '0', '2'};
 
 // The longest frame header either end accepts (a push header names a key and
-// a shape: far less).
+// a shape, a RunGraph call a graph and a step: far less).
 inline constexpr uint32_t kMaxDataFrameHeader = uint32_t{1} << 20;
 
 // Writes every byte of `iov` (which it advances), retrying short writes.

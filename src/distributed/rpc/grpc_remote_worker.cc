@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -121,6 +122,22 @@ class GrpcRemoteWorker : public WorkerInterface {
   void RunGraphAsync(const proto::RunGraphRequest* request,
                      proto::RunGraphResponse* response,
                      StatusCallback done) override {
+    if (request->feed_size() == 0) {
+      if (std::shared_ptr<DataConnection> data = ReadyDataConnection()) {
+        if (data->RunGraph(*request, response,
+                           absl::Milliseconds(deadlines_.step_ms),
+                           std::move(done))) {
+          return;
+        }
+      }
+    }
+    // The answer may offer a data connection for the next steps.
+    done = [this, response, done = std::move(done)](const absl::Status& s) {
+      if (response->has_data_connection()) {
+        TakeDataConnectionOffer(response->data_connection());
+      }
+      done(s);
+    };
     if (OnStream(*request)) {
       CallOnStream(&run_graph_stream_, *request, response, std::move(done),
                    /*keepalive=*/nullptr,
@@ -154,8 +171,26 @@ class GrpcRemoteWorker : public WorkerInterface {
       request = &with_feeds;
     }
     proto::RunGraphResponse response;
+    if (request->feed_size() == 0) {
+      if (std::shared_ptr<DataConnection> data = ReadyDataConnection()) {
+        std::optional<absl::Status> s =
+            WaitForAnswer([&](StatusCallback done) {
+              return data->RunGraph(*request, &response,
+                                    absl::Milliseconds(deadlines_.step_ms),
+                                    std::move(done));
+            });
+        if (s.has_value()) {
+          if (!s->ok()) return *s;
+          return DecodeRunGraphFetches(response, request->num_fetches(),
+                                       fetches);
+        }
+      }
+    }
     if (OnStream(*request)) {
       absl::Status s = WaitOnStream(*request, &response);
+      if (response.has_data_connection()) {
+        TakeDataConnectionOffer(response.data_connection());
+      }
       if (!s.ok()) return s;
       return DecodeRunGraphFetches(response, request->num_fetches(), fetches);
     }
@@ -209,8 +244,8 @@ class GrpcRemoteWorker : public WorkerInterface {
         DataTypeSize(value.dtype()) != 0 &&
         static_cast<int64_t>(value.TotalBytes()) >= kMinSameHostBytes) {
       PushSameHost(step_id, key, value, std::move(done));
-    } else if (!PushOnDataConnection(step_id, key, value, std::move(done))) {
-      PushOverConnection(step_id, key, value, std::move(done));
+    } else {
+      PushBytes(step_id, key, value, std::move(done));
     }
   }
 
@@ -336,28 +371,38 @@ class GrpcRemoteWorker : public WorkerInterface {
         task_, address_, Calls::kMethod));
   }
 
-  // The blocking form: this thread polls for the answer for a while before
-  // it sleeps (a small step's answer comes back in tens of microseconds).
+  // The blocking form of a call on the stream.
   absl::Status WaitOnStream(const proto::RunGraphRequest& request,
                             proto::RunGraphResponse* response) {
+    return *WaitForAnswer([&](StatusCallback done) {
+      CallOnStream(&run_graph_stream_, request, response, std::move(done),
+                   /*keepalive=*/nullptr,
+                   [this, &request, response](StatusCallback done) {
+                     // (The caller waits, so `request` outlives the call.)
+                     RunGraphUnary(&request, response, std::move(done));
+                   });
+      return true;
+    });
+  }
+
+  // Starts a call with `start` and waits for its status: this thread polls
+  // for it for a while before it sleeps (a small step's answer comes back in
+  // tens of microseconds). Nothing when `start` did not take the call.
+  static std::optional<absl::Status> WaitForAnswer(
+      const std::function<bool(StatusCallback)>& start) {
     struct State {
       std::atomic<bool> answered{false};
       absl::Notification done;
       absl::Status status;
     };
     auto state = std::make_shared<State>();
-    CallOnStream(
-        &run_graph_stream_, request, response,
-        [state](const absl::Status& s) {
+    if (!start([state](const absl::Status& s) {
           state->status = s;
           state->answered.store(true, std::memory_order_release);
           state->done.Notify();
-        },
-        /*keepalive=*/nullptr,
-        [this, &request, response](StatusCallback done) {
-          // (The caller waits below, so `request` outlives the call.)
-          RunGraphUnary(&request, response, std::move(done));
-        });
+        })) {
+      return std::nullopt;
+    }
     const absl::Time until = absl::Now() + CallerSpin();
     while (!state->answered.load(std::memory_order_acquire) &&
            absl::Now() < until) {
@@ -425,7 +470,23 @@ class GrpcRemoteWorker : public WorkerInterface {
         });
   }
 
-  // Sends the tensor's bytes over the connection, in chunks.
+  // Sends the tensor's bytes: on the data connection if there is one, else
+  // over gRPC.
+  void PushBytes(int64_t step_id, const std::string& key, const Tensor& value,
+                 StatusCallback done) {
+    if (DataTypeSize(value.dtype()) != 0) {
+      if (std::shared_ptr<DataConnection> data = ReadyDataConnection()) {
+        if (data->Push(step_id, key, value,
+                       absl::Milliseconds(deadlines_.step_ms),
+                       std::move(done))) {
+          return;
+        }
+      }
+    }
+    PushOverConnection(step_id, key, value, std::move(done));
+  }
+
+  // Sends the tensor's bytes over gRPC, in chunks.
   void PushOverConnection(int64_t step_id, const std::string& key,
                           const Tensor& value, StatusCallback done) {
     // Every chunk goes at once (they share the tensor's buffer); the push is
@@ -467,35 +528,23 @@ class GrpcRemoteWorker : public WorkerInterface {
     }
   }
 
-  // Pushes a large tensor on the data connection to this task, if there is
-  // one and it is ready; false otherwise (`done` is then left to the caller).
-  bool PushOnDataConnection(int64_t step_id, const std::string& key,
-                            const Tensor& value, StatusCallback&& done) {
-    if (!data_connection_ || DataTypeSize(value.dtype()) == 0 ||
-        static_cast<int64_t>(value.TotalBytes()) < kMinDataConnectionBytes) {
-      return false;
-    }
+  // The data connection to this task, if there is one and it is ready.
+  std::shared_ptr<DataConnection> ReadyDataConnection() {
+    if (!data_connection_) return nullptr;
     std::shared_ptr<DataConnection> ended;  // let go of outside the lock
-    std::shared_ptr<DataConnection> ready;
-    {
-      absl::MutexLock lock(&data_mu_);
-      if (data_ == nullptr) return false;
-      switch (data_->state()) {
-        case DataConnection::State::kConnecting:
-          return false;
-        case DataConnection::State::kReady:
-          ready = data_;
-          break;
-        case DataConnection::State::kRefused:
-        case DataConnection::State::kBroken:
-          ended = TakeEndedConnection();
-          return false;
-      }
+    absl::MutexLock lock(&data_mu_);
+    if (data_ == nullptr) return nullptr;
+    switch (data_->state()) {
+      case DataConnection::State::kConnecting:
+        return nullptr;
+      case DataConnection::State::kReady:
+        return data_;
+      case DataConnection::State::kRefused:
+      case DataConnection::State::kBroken:
+        ended = TakeEndedConnection();
+        return nullptr;
     }
-    // (Outside the lock: the push may write megabytes to the socket.)
-    return ready != nullptr &&
-           ready->Push(step_id, key, value,
-                       absl::Milliseconds(deadlines_.step_ms), std::move(done));
+    return nullptr;
   }
 
   // Opens a data connection where this task's answer says, unless one is
@@ -548,29 +597,45 @@ class GrpcRemoteWorker : public WorkerInterface {
   // unchanged: variables copy on write) until the call ends. A receiver that
   // cannot read it says why; the tensor then goes over the connection, and so
   // does every later one to that task.
+  // Offers the tensor by the same-host path (on the data connection if there
+  // is one, else over gRPC): the receiver maps or copies it out of this
+  // process's memory, so the tensor stays referenced (and, being shared,
+  // unchanged: variables copy on write) until the call ends. A receiver that
+  // cannot read it says why; the tensor's bytes then go over the connection,
+  // and so do those of every later one to that task.
   void PushSameHost(int64_t step_id, const std::string& key,
                     const Tensor& value, StatusCallback done) {
     auto pinned = std::make_shared<const Tensor>(value);
-    Push(
-        EncodeSameHostPush(step_id, key, value), /*whole=*/true,
-        [this, step_id, key, pinned, done = std::move(done)](
-            const absl::Status& s,
-            const proto::PushTensorResponse& response) mutable {
-          if (!s.ok()) {
-            done(s);
-          } else if (response.same_host_refused().empty()) {
-            done(absl::OkStatus());
-          } else {
-            if (!same_host_refused_.exchange(true)) {
-              DF_LOG(Warning) << "task " << task_ << " at " << address_
-                              << " cannot take tensors by the same-host path ("
-                              << response.same_host_refused()
-                              << "); pushing them over TCP from now on";
-            }
-            PushOverConnection(step_id, key, *pinned, std::move(done));
-          }
-        },
-        pinned);
+    PushDone answered = [this, step_id, key, pinned, done = std::move(done)](
+                            const absl::Status& s,
+                            const proto::PushTensorResponse& response) mutable {
+      if (response.has_data_connection()) {
+        TakeDataConnectionOffer(response.data_connection());
+      }
+      if (!s.ok()) {
+        done(s);
+      } else if (response.same_host_refused().empty()) {
+        done(absl::OkStatus());
+      } else {
+        if (!same_host_refused_.exchange(true)) {
+          DF_LOG(Warning) << "task " << task_ << " at " << address_
+                          << " cannot take tensors by the same-host path ("
+                          << response.same_host_refused()
+                          << "); pushing them over TCP from now on";
+        }
+        PushBytes(step_id, key, *pinned, std::move(done));
+      }
+    };
+    if (std::shared_ptr<DataConnection> data = ReadyDataConnection()) {
+      // (A call that is not sent leaves `answered` as it was.)
+      if (data->Offer(SameHostPushHeader(step_id, key, value), pinned,
+                      absl::Milliseconds(deadlines_.step_ms),
+                      std::move(answered))) {
+        return;
+      }
+    }
+    Push(EncodeSameHostPush(step_id, key, value), /*whole=*/true,
+         std::move(answered), pinned);
   }
 
   std::shared_ptr<grpc::ClientContext> StartTracked(int64_t deadline_ms,

@@ -232,18 +232,13 @@ absl::Status GrpcServer::Start() {
   master_ = std::make_shared<Master>(std::move(master_env));
 
   recv_pool_ = RecvBufferPool::Create(kMaxIdleRecvBytes);
-  if (paths.data_connection) {
-    Worker* worker = worker_.get();
-    data_listener_ = std::make_unique<LazyDataListener>(
-        listen_host, recv_pool_,
-        [worker](int64_t step_id, const std::string& key, const Tensor& value,
-                 StatusCallback done) {
-          worker->PushTensorAsync(step_id, key, value, std::move(done));
-        },
-        task_name_);
-  }
-  worker_service_ = NewGrpcWorkerService(worker_.get(), same_host, recv_pool_,
-                                         data_listener_.get());
+  WorkerServiceOptions service_options;
+  service_options.same_host_reads = same_host;
+  service_options.pool = recv_pool_;
+  if (paths.data_connection) service_options.data_host = listen_host;
+  service_options.task = task_name_;
+  worker_service_ = NewGrpcWorkerService(worker_.get(), service_options);
+  data_listener_ = worker_service_->data_listener();
   master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);
   master_stream_service_ =
       NewGrpcMasterStreamService(master_.get(), &master_pool_);

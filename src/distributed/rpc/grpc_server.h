@@ -15,6 +15,7 @@
 #include "distributed/rpc/async_service.h"
 #include "distributed/rpc/completion_queue_threads.h"
 #include "distributed/rpc/data_listener.h"
+#include "distributed/rpc/grpc_worker_service.h"
 #include "distributed/rpc/grpc_worker_cache.h"
 #include "distributed/worker.h"
 #include "grpcpp/grpcpp.h"
@@ -50,13 +51,18 @@ class GrpcServer : public Server {
   void SetCluster(ClusterMap cluster);
 
   // The port this task takes data connections on (0: none, or none yet: the
-  // listener is made when the first large tensor arrives over gRPC).
+  // listener is made when the first push or RunGraph call arrives over
+  // gRPC).
   int data_port() const {
     return data_listener_ != nullptr ? data_listener_->port() : 0;
   }
-  // Tensors received on data connections so far.
+  // Tensors received (their bytes read) and RunGraph calls taken on data
+  // connections so far.
   int64_t data_tensors_received() const {
     return data_listener_ != nullptr ? data_listener_->received() : 0;
+  }
+  int64_t data_run_graphs() const {
+    return data_listener_ != nullptr ? data_listener_->run_graphs() : 0;
   }
   Worker* worker() { return worker_.get(); }
   Master* master() { return master_.get(); }
@@ -92,10 +98,9 @@ class GrpcServer : public Server {
   // Where pushed tensors are received into: gRPC's pushes and data
   // connections share it.
   std::shared_ptr<RecvBufferPool> recv_pool_;
-  // Data connections from other tasks (null when off); declared after the
-  // worker it delivers to, so destroyed before it.
-  std::unique_ptr<LazyDataListener> data_listener_;
-  std::unique_ptr<AsyncService> worker_service_;
+  std::unique_ptr<GrpcWorkerService> worker_service_;
+  // Data connections from other tasks (null when off), the worker service's.
+  LazyDataListener* data_listener_ = nullptr;
   std::unique_ptr<AsyncService> master_service_;
   // The client streams of remote steps.
   std::unique_ptr<AsyncService> master_stream_service_;

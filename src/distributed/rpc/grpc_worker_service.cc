@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/push_stream.h"
 #include "distributed/rpc/run_graph_stream.h"
@@ -38,17 +37,18 @@ StatusCallback Finisher(Finish finish) {
   };
 }
 
-class GrpcWorkerService : public AsyncService {
+class WorkerService : public GrpcWorkerService {
  public:
-  GrpcWorkerService(Worker* worker, bool same_host_reads,
-                    std::shared_ptr<RecvBufferPool> pool,
-                    LazyDataListener* data_listener)
+  WorkerService(Worker* worker, WorkerServiceOptions options)
       : worker_(worker),
         // Large same-host reads are split across the task's intra-op
         // threads, which are idle while the step waits for the tensor.
-        assembler_(std::move(pool), same_host_reads,
-                   worker->device()->intra_op_pool()),
-        data_listener_(data_listener) {
+        assembler_(options.pool, options.same_host_reads,
+                   worker->device()->intra_op_pool()) {
+    if (!options.data_host.empty()) {
+      data_listener_ = std::make_unique<LazyDataListener>(
+          options.data_host, options.pool, DataHandlers(), options.task);
+    }
     Forward(&get_status_, &Service::RequestGetStatus, &Worker::GetStatusAsync);
     Forward(&register_graph_, &Service::RequestRegisterGraph,
             &Worker::RegisterGraphAsync);
@@ -64,10 +64,15 @@ class GrpcWorkerService : public AsyncService {
                grpc::ServerCompletionQueue* cq, void* tag) {
           service_.RequestRunGraphStream(ctx, stream, cq, cq, tag);
         };
+    run_graph_.handle = [this](const proto::RunGraphRequest* request,
+                               proto::RunGraphResponse* response,
+                               Finish finish) {
+      RunGraph(request, response, Finisher(std::move(finish)));
+    };
     run_graph_stream_.handle = [this](const proto::RunGraphRequest* request,
                                       proto::RunGraphResponse* response,
                                       StatusCallback done) {
-      worker_->RunGraphAsync(request, response, std::move(done));
+      RunGraph(request, response, std::move(done));
     };
     run_graph_stream_.on_cancel =
         [this](const proto::RunGraphRequest& request) {
@@ -111,6 +116,7 @@ class GrpcWorkerService : public AsyncService {
   }
 
   grpc::Service* service() override { return &service_; }
+  LazyDataListener* data_listener() override { return data_listener_.get(); }
 
   void Start(grpc::ServerCompletionQueue* cq,
              CompletionQueueThreads* threads) override {
@@ -148,6 +154,52 @@ class GrpcWorkerService : public AsyncService {
     };
   }
 
+  // The calls that come on data connections, served as over gRPC.
+  DataListener::Handlers DataHandlers() {
+    DataListener::Handlers handlers;
+    handlers.deliver = [this](int64_t step_id, const std::string& key,
+                              const Tensor& value, StatusCallback done) {
+      worker_->PushTensorAsync(step_id, key, value, std::move(done));
+    };
+    handlers.offer = [this](const proto::PushTensorHeader& header,
+                            proto::PushTensorResponse* response,
+                            StatusCallback done) {
+      grpc::Slice slice = FramedHeaderSlice(header);
+      PushTensor(grpc::ByteBuffer(&slice, 1), response, std::move(done),
+                 /*over_grpc=*/false);
+    };
+    handlers.run_graph = [this](const proto::RunGraphRequest* request,
+                                proto::RunGraphResponse* response,
+                                StatusCallback done) {
+      worker_->RunGraphAsync(request, response, std::move(done));
+    };
+    handlers.abandoned = [this](const proto::RunGraphRequest& request) {
+      AbortAbandonedStep(request);
+    };
+    return handlers;
+  }
+
+  // A RunGraph that came over gRPC: its answer offers a data connection.
+  void RunGraph(const proto::RunGraphRequest* request,
+                proto::RunGraphResponse* response, StatusCallback done) {
+    worker_->RunGraphAsync(
+        request, response,
+        [this, response, done = std::move(done)](const absl::Status& s) {
+          if (s.ok()) Offer(response->mutable_data_connection());
+          done(s);
+        });
+  }
+
+  // Says where this task takes data connections (the listener is made on
+  // the first call); leaves `offer` unset without one.
+  void Offer(proto::DataConnectionOffer* offer) {
+    if (data_listener_ == nullptr) return;
+    if (const DataListener* listener = data_listener_->Get()) {
+      offer->set_port(listener->port());
+      offer->set_token(listener->token());
+    }
+  }
+
   // A RunGraph whose caller goes away (its master died, or cancelled the
   // call) aborts its step here, so that the step's ops waiting for tensors
   // from the dead task do not wait forever.
@@ -162,10 +214,12 @@ class GrpcWorkerService : public AsyncService {
                             [abort, response](const absl::Status&) {});
   }
 
-  // Takes one PushTensor message (unary or on a stream); `done` gets its
-  // status once `response` is set.
+  // Takes one PushTensor message (unary, on a stream, or a same-host offer on
+  // a data connection); `done` gets its status once `response` is set. The
+  // answer to one `over_grpc` offers a data connection.
   void PushTensor(const grpc::ByteBuffer& request,
-                  proto::PushTensorResponse* response, StatusCallback done) {
+                  proto::PushTensorResponse* response, StatusCallback done,
+                  bool over_grpc = true) {
     auto pushed = assembler_.Add(request);
     if (!pushed.ok()) {
       done(pushed.status());
@@ -175,17 +229,7 @@ class GrpcWorkerService : public AsyncService {
     } else if (!pushed->value.IsInitialized()) {
       done(absl::OkStatus());  // more chunks to come
     } else {
-      // (A tensor that came by the same-host path will again.)
-      if (data_listener_ != nullptr && !pushed->same_host &&
-          static_cast<int64_t>(pushed->value.TotalBytes()) >=
-              kMinDataConnectionBytes) {
-        if (const DataListener* listener = data_listener_->Get()) {
-          proto::DataConnectionOffer* offer =
-              response->mutable_data_connection();
-          offer->set_port(listener->port());
-          offer->set_token(listener->token());
-        }
-      }
+      if (over_grpc) Offer(response->mutable_data_connection());
       worker_->PushTensorAsync(pushed->step_id, pushed->key, pushed->value,
                                std::move(done));
     }
@@ -193,7 +237,6 @@ class GrpcWorkerService : public AsyncService {
 
   Worker* const worker_;
   PushAssembler assembler_;
-  LazyDataListener* const data_listener_;
   Service service_;
   Method<proto::GetStatusRequest, proto::GetStatusResponse> get_status_;
   Method<proto::RegisterGraphRequest, proto::RegisterGraphResponse>
@@ -206,15 +249,15 @@ class GrpcWorkerService : public AsyncService {
   Method<grpc::ByteBuffer, grpc::ByteBuffer> push_tensor_;
   PushStreamMethod push_stream_;
   Method<proto::ShutdownRequest, proto::ShutdownResponse> shutdown_;
+  // Last: destroyed first, so its threads end before what they call.
+  std::unique_ptr<LazyDataListener> data_listener_;
 };
 
 }  // namespace
 
-std::unique_ptr<AsyncService> NewGrpcWorkerService(
-    Worker* worker, bool same_host_reads, std::shared_ptr<RecvBufferPool> pool,
-    LazyDataListener* data_listener) {
-  return std::make_unique<GrpcWorkerService>(worker, same_host_reads,
-                                             std::move(pool), data_listener);
+std::unique_ptr<GrpcWorkerService> NewGrpcWorkerService(
+    Worker* worker, WorkerServiceOptions options) {
+  return std::make_unique<WorkerService>(worker, std::move(options));
 }
 
 }  // namespace distflow

@@ -13,17 +13,29 @@
 
 namespace distflow {
 
-// `worker` is not owned and outlives the service. Tensors pushed by the
-// same-host path are read from their sender only if `same_host_reads` is set
-// (else the sender is told to push the bytes).
-// Pushed tensors are received into `pool`'s buffers (none: fresh ones), and
-// read by the same-host path if `same_host_reads`. With `data_listener` (not
-// owned, may be null), the answer to a large push tells the sender where to
-// open a data connection (the listener is made then).
-std::unique_ptr<AsyncService> NewGrpcWorkerService(
-    Worker* worker, bool same_host_reads = true,
-    std::shared_ptr<RecvBufferPool> pool = nullptr,
-    LazyDataListener* data_listener = nullptr);
+struct WorkerServiceOptions {
+  // Whether tensors offered by the same-host path are read from their sender
+  // (else the sender is told to push the bytes).
+  bool same_host_reads = true;
+  // Where pushed tensors are received into (null: fresh buffers).
+  std::shared_ptr<RecvBufferPool> pool;
+  // Where to listen for data connections ("": none), and the task's name for
+  // its log lines. With one, the answers to pushes and RunGraph calls over
+  // gRPC tell the caller where to open a data connection (the listener is
+  // made then), and calls on it are served as over gRPC.
+  std::string data_host;
+  std::string task;
+};
+
+class GrpcWorkerService : public AsyncService {
+ public:
+  // The task's data connections (null without them).
+  virtual LazyDataListener* data_listener() = 0;
+};
+
+// `worker` is not owned and outlives the service.
+std::unique_ptr<GrpcWorkerService> NewGrpcWorkerService(
+    Worker* worker, WorkerServiceOptions options = {});
 
 }  // namespace distflow
 

@@ -184,8 +184,9 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
   return messages;
 }
 
-grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
-                                    const Tensor& value) {
+proto::PushTensorHeader SameHostPushHeader(int64_t step_id,
+                                           const std::string& key,
+                                           const Tensor& value) {
   proto::PushTensorHeader header = PushHeaderFor(step_id, key, value);
   proto::SameHostTensor* where = header.mutable_same_host();
   where->set_host_id(SameHostIdentity());
@@ -221,7 +222,12 @@ grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
       }
     }
   }
-  grpc::Slice slice = FramedHeaderSlice(header);
+  return header;
+}
+
+grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
+                                    const Tensor& value) {
+  grpc::Slice slice = FramedHeaderSlice(SameHostPushHeader(step_id, key, value));
   return grpc::ByteBuffer(&slice, 1);
 }
 

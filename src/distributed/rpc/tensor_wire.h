@@ -87,8 +87,12 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(
     int64_t step_id, const std::string& key, const Tensor& value,
     int64_t chunk_bytes = kDefaultPushChunkBytes);
 
-// The one message that offers `value` by the same-host path. The caller keeps
+// The header that offers `value` by the same-host path (where its bytes lie
+// in this process), and the one message that carries it. The caller keeps
 // `value` alive and unchanged until the PushTensor call ends.
+proto::PushTensorHeader SameHostPushHeader(int64_t step_id,
+                                           const std::string& key,
+                                           const Tensor& value);
 grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
                                     const Tensor& value);
 
