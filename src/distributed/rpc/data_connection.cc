@@ -28,8 +28,16 @@ namespace {
 
 // How long connecting and the hello's answer may take.
 constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
-// The longest the reader sleeps between looks at the pushes' deadlines.
+// The longest the reader sleeps between looks at the calls' deadlines.
 constexpr int64_t kDeadlineCheckMs = 1000;
+// While calls wait, a task that has sent nothing for kPingAfter is sent a
+// ping, which its reading thread answers at once; one unanswered within
+// kPingTimeout ends the connection. A process that is stopped or hung keeps
+// its sockets open (its kernel still acknowledges), so without this its
+// calls would wait for their deadlines (an hour for a step); gRPC's own
+// keepalive pings do the same for calls over gRPC.
+constexpr absl::Duration kPingAfter = absl::Seconds(2);
+constexpr absl::Duration kPingTimeout = absl::Seconds(5);
 // Pieces per sendmsg: the frame's header and the tensor's ranges (more than
 // this many go in later calls).
 constexpr int kMaxIovecs = 64;
@@ -82,6 +90,8 @@ struct DataConnection::Waiting {
   std::shared_ptr<const void> pinned;
   // Whether its whole frame is on the socket.
   bool written = false;
+  // Whether it is a keepalive ping.
+  bool ping = false;
 };
 
 struct DataConnection::Core {
@@ -109,6 +119,11 @@ struct DataConnection::Core {
   // Reads one answer and hands it to its call; false when the connection
   // failed (and Fail was called).
   bool ReadAnswer(int fd);
+  // See DataConnection::Send.
+  bool Send(proto::DataFrame& frame, const Tensor& bytes,
+            absl::FunctionRef<Waiting()> make_waiting);
+  // Sends a ping if calls wait and the task has been silent for a while.
+  void PingIfSilent();
 
   const std::string host;
   const int port;
@@ -141,6 +156,10 @@ struct DataConnection::Core {
   // task answers them or the connection ends.
   absl::flat_hash_map<uint64_t, std::shared_ptr<const void>> lingering
       ABSL_GUARDED_BY(mu);
+  // When the task last answered (or calls started waiting), and whether a
+  // ping waits for its answer.
+  absl::Time last_heard ABSL_GUARDED_BY(mu);
+  bool pinging ABSL_GUARDED_BY(mu) = false;
   std::atomic<uint64_t> next_id{1};
   int64_t answered ABSL_GUARDED_BY(mu) = 0;
 };
@@ -407,40 +426,70 @@ bool DataConnection::RunGraph(const proto::RunGraphRequest& request,
 }
 
 bool DataConnection::Send(proto::DataFrame& frame, const Tensor& bytes,
-                          absl::FunctionRef<Waiting()> waiting) {
+                          absl::FunctionRef<Waiting()> make_waiting) {
+  return core_->Send(frame, bytes, make_waiting);
+}
+
+bool DataConnection::Core::Send(proto::DataFrame& frame, const Tensor& bytes,
+                                absl::FunctionRef<Waiting()> make_waiting) {
   Queued call;
-  call.id = core_->next_id.fetch_add(1, std::memory_order_relaxed);
+  call.id = next_id.fetch_add(1, std::memory_order_relaxed);
   frame.set_call_id(call.id);
   call.head = FramedHeader(frame);
   call.value = bytes;
-  int fd = -1;
+  int socket = -1;
   {
-    absl::MutexLock lock(&core_->mu);
-    if (core_->state != State::kReady || core_->closing) return false;
-    core_->waiting.emplace(call.id, waiting());
-    if (core_->writing || !core_->queue.empty()) {
-      core_->queue.push_back(std::move(call));
+    absl::MutexLock lock(&mu);
+    if (state != State::kReady || closing) return false;
+    if (waiting.empty()) last_heard = absl::Now();
+    waiting.emplace(call.id, make_waiting());
+    if (writing || !queue.empty()) {
+      queue.push_back(std::move(call));
       return true;
     }
     // Nothing is being written: this thread writes what the socket takes
     // now, which saves waking the writer; the writer writes the rest.
-    core_->writing = true;
-    fd = core_->fd;
+    writing = true;
+    socket = fd;
   }
-  absl::Status s = Core::WriteFrame(fd, &call, /*dont_wait=*/true);
+  absl::Status s = WriteFrame(socket, &call, /*dont_wait=*/true);
   {
-    absl::MutexLock lock(&core_->mu);
-    core_->writing = false;
+    absl::MutexLock lock(&mu);
+    writing = false;
     if (s.ok() && call.sent < call.size()) {
-      core_->queue.push_front(std::move(call));
+      queue.push_front(std::move(call));
     } else if (s.ok()) {
-      core_->Written(call.id);
+      Written(call.id);
     }
   }
   // (The reader fails the waiting calls: their callbacks must not run on
   // this thread, whose caller may hold locks.)
-  if (!s.ok()) core_->Break(s);
+  if (!s.ok()) Break(s);
   return true;
+}
+
+void DataConnection::Core::PingIfSilent() {
+  {
+    absl::MutexLock lock(&mu);
+    if (pinging || waiting.empty() || absl::Now() - last_heard < kPingAfter) {
+      return;
+    }
+    pinging = true;
+  }
+  proto::DataFrame frame;
+  frame.set_ping(true);
+  Send(frame, Tensor(), [this] {
+    Waiting waiting;
+    waiting.what = "a keepalive ping";
+    waiting.deadline = absl::Now() + kPingTimeout;
+    waiting.ping = true;
+    waiting.done = [this](const absl::Status&, const proto::DataAnswer&,
+                          const std::string&) {
+      absl::MutexLock lock(&mu);
+      pinging = false;
+    };
+    return waiting;
+  });
 }
 
 void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
@@ -504,8 +553,10 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
     // Calls past their deadline fail alone, and the connection goes on;
     // unless one was not even written, which means that the task stopped
     // reading: then the connection ends (the calls go over gRPC).
+    core->PingIfSilent();
     std::vector<Waiting> expired;
     bool unwritten = false;
+    bool unanswered_ping = false;
     int64_t timeout_ms = kDeadlineCheckMs;
     {
       absl::MutexLock lock(&core->mu);
@@ -514,6 +565,7 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
       for (auto it = core->waiting.begin(); it != core->waiting.end();) {
         if (it->second.deadline <= now) {
           unwritten |= !it->second.written;
+          unanswered_ping |= it->second.ping;
           // The task may still read what the call pinned.
           if (it->second.pinned != nullptr) {
             core->lingering.emplace(it->first, std::move(it->second.pinned));
@@ -529,14 +581,28 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
         }
       }
     }
+    if (unanswered_ping) {
+      // (Fails the calls still waiting; the expired ones below.)
+      core->Fail(absl::UnavailableError(absl::StrCat(
+          "the task answered no keepalive ping within ",
+          absl::FormatDuration(kPingTimeout),
+          ": it is stopped or hung, or its host is unreachable")));
+    }
     const proto::DataAnswer none;
     for (Waiting& w : expired) {
+      if (unanswered_ping) {
+        w.done(core->Failed(w.what, absl::UnavailableError(
+                                        "the task answered no keepalive ping")),
+               none, std::string());
+        continue;
+      }
       w.done(absl::DeadlineExceededError(absl::StrCat(
                  w.what, " to task ", core->task, " at ", core->address,
                  " passed its deadline on the data connection; the task may "
                  "be overloaded or hung")),
              none, std::string());
     }
+    if (unanswered_ping) return;
     if (unwritten) {
       core->Fail(absl::DeadlineExceededError(
           "a call passed its deadline before the task took its bytes"));
@@ -573,6 +639,7 @@ bool DataConnection::Core::ReadAnswer(int fd) {
   Waiting w;
   {
     absl::MutexLock lock(&mu);
+    last_heard = absl::Now();
     auto it = waiting.find(answer.call_id());
     if (it == waiting.end()) {  // it passed its deadline
       lingering.erase(answer.call_id());

@@ -5,7 +5,9 @@
 // then writes each queued call from its message and the tensor's own buffer
 // (the caller writes what the socket takes at once itself); and a reader,
 // which takes the task's answers, hands each to its call's callback, and
-// ends calls past their deadline. A call fails alone when the task refuses
+// ends calls past their deadline; while calls wait on a task that has been
+// silent for 2 s, it pings the task, and ends the connection if the task
+// does not answer within 5 s (stopped or hung). A call fails alone when the task refuses
 // it or its deadline passes; when the connection breaks, every call still
 // waiting fails with UNAVAILABLE naming the task and its address, and the
 // connection takes no more (the caller goes over gRPC, whose answer may
@@ -89,7 +91,7 @@ class DataConnection {
   // initialized, if the connection is ready; `waiting` makes its entry then
   // (so a call that is not sent keeps its callback). See the public calls.
   bool Send(proto::DataFrame& frame, const Tensor& bytes,
-            absl::FunctionRef<Waiting()> waiting);
+            absl::FunctionRef<Waiting()> make_waiting);
   static void WriteLoop(std::shared_ptr<Core> core);
   static void ReadLoop(std::shared_ptr<Core> core);
 

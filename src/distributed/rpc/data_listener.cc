@@ -284,14 +284,17 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
       ServeRunGraph(connection, frame.call_id(),
                     std::move(*frame.mutable_run_graph()));
       return true;
+    case proto::DataFrame::kPing:
+      connection->Answer(frame.call_id(), absl::OkStatus());
+      return true;
     default:
       DF_LOG(Warning) << "data connection from " << connection->peer
-                      << ": a frame that is neither a push nor a RunGraph "
-                         "call; closing it";
+                      << ": a frame that is no push, RunGraph call or ping; "
+                         "closing it";
       connection->Answer(frame.call_id(),
                          absl::InvalidArgumentError(
-                             "a data connection frame must be a push or a "
-                             "RunGraph call"));
+                             "a data connection frame must be a push, a "
+                             "RunGraph call or a ping"));
       return false;
   }
 }
