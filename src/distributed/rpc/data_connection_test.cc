@@ -328,6 +328,47 @@ TEST(DataConnectionTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
   close(listener);
 }
 
+// A task that is stopped or hung keeps its socket open (its kernel still
+// acknowledges): its calls fail within seconds by the pings, not by their
+// hour-long deadline.
+TEST(DataConnectionTest, ATaskThatStopsAnsweringIsFoundByPings) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  DataConnection connection("127.0.0.1", ntohs(addr.sin_port), 42, kTask,
+                            "127.0.0.1:1");
+  // Says hello back, then answers nothing.
+  const int peer = accept(listener, nullptr, nullptr);
+  ASSERT_GE(peer, 0);
+  char hello[16];
+  ASSERT_EQ(RecvAll(peer, hello, sizeof(hello)), absl::OkStatus());
+  char accepted = 1;
+  iovec iov{&accepted, 1};
+  ASSERT_EQ(SendAll(peer, &iov, 1), absl::OkStatus());
+  ASSERT_EQ(Settled(connection), DataConnection::State::kReady);
+  proto::RunGraphRequest request;
+  request.set_step_id(3);
+  proto::RunGraphResponse response;
+  Outcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(connection.RunGraph(request, &response, absl::Hours(1),
+                                  outcome.Callback()));
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(12));
+  EXPECT_TRUE(absl::IsUnavailable(outcome.status)) << outcome.status;
+  EXPECT_THAT(outcome.status.message(), HasSubstr("RunGraph of step 3"));
+  EXPECT_THAT(outcome.status.message(), HasSubstr(kTask));
+  EXPECT_THAT(outcome.status.message(), HasSubstr("keepalive"));
+  EXPECT_EQ(connection.state(), DataConnection::State::kBroken);
+  close(peer);
+  close(listener);
+}
+
 TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
   Receiver receiver;
   receiver.Hold("slow");
