@@ -289,30 +289,47 @@ TEST(DataConnectionTest, APortWithoutListenerIsRefused) {
   EXPECT_THAT(connection.failure(), HasSubstr("refused"));
 }
 
+// A task that says hello back, then neither reads nor answers (stopped or
+// hung); `connection` is connected to it.
+struct SilentTask {
+  SilentTask() {
+    listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)),
+              0);
+    EXPECT_EQ(listen(listener, 1), 0);
+    EXPECT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len),
+              0);
+    connection = std::make_unique<DataConnection>(
+        "127.0.0.1", ntohs(addr.sin_port), 42, kTask, "127.0.0.1:1");
+    peer = accept(listener, nullptr, nullptr);
+    EXPECT_GE(peer, 0);
+    char hello[16];
+    EXPECT_EQ(RecvAll(peer, hello, sizeof(hello)), absl::OkStatus());
+    char accepted = 1;
+    iovec iov{&accepted, 1};
+    EXPECT_EQ(SendAll(peer, &iov, 1), absl::OkStatus());
+    EXPECT_EQ(Settled(*connection), DataConnection::State::kReady);
+  }
+  ~SilentTask() {
+    connection.reset();
+    close(peer);
+    close(listener);
+  }
+  int listener = -1;
+  int peer = -1;
+  std::unique_ptr<DataConnection> connection;
+};
+
 // A task that stops reading (stopped, or hung): a push that cannot be
 // written by its deadline ends the connection, so that later pushes go over
 // gRPC instead of queueing behind it.
 TEST(DataConnectionTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(listener, 1), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  constexpr uint64_t kToken = 42;
-  DataConnection connection("127.0.0.1", ntohs(addr.sin_port), kToken, kTask,
-                            "127.0.0.1:1");
-  // Says hello back, then reads nothing.
-  const int peer = accept(listener, nullptr, nullptr);
-  ASSERT_GE(peer, 0);
-  char hello[16];
-  ASSERT_EQ(RecvAll(peer, hello, sizeof(hello)), absl::OkStatus());
-  char accepted = 1;
-  iovec iov{&accepted, 1};
-  ASSERT_EQ(SendAll(peer, &iov, 1), absl::OkStatus());
-  ASSERT_EQ(Settled(connection), DataConnection::State::kReady);
+  SilentTask task;
+  DataConnection& connection = *task.connection;
   // Far more than the sockets' buffers hold.
   Outcome stuck;
   ASSERT_TRUE(connection.Push(1, "stuck", Pattern(int64_t{16} << 20, 0),
@@ -324,33 +341,14 @@ TEST(DataConnectionTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
   }
   EXPECT_EQ(connection.state(), DataConnection::State::kBroken);
   EXPECT_THAT(connection.failure(), HasSubstr("deadline"));
-  close(peer);
-  close(listener);
 }
 
 // A task that is stopped or hung keeps its socket open (its kernel still
 // acknowledges): its calls fail within seconds by the pings, not by their
 // hour-long deadline.
 TEST(DataConnectionTest, ATaskThatStopsAnsweringIsFoundByPings) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(listener, 1), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  DataConnection connection("127.0.0.1", ntohs(addr.sin_port), 42, kTask,
-                            "127.0.0.1:1");
-  // Says hello back, then answers nothing.
-  const int peer = accept(listener, nullptr, nullptr);
-  ASSERT_GE(peer, 0);
-  char hello[16];
-  ASSERT_EQ(RecvAll(peer, hello, sizeof(hello)), absl::OkStatus());
-  char accepted = 1;
-  iovec iov{&accepted, 1};
-  ASSERT_EQ(SendAll(peer, &iov, 1), absl::OkStatus());
-  ASSERT_EQ(Settled(connection), DataConnection::State::kReady);
+  SilentTask task;
+  DataConnection& connection = *task.connection;
   proto::RunGraphRequest request;
   request.set_step_id(3);
   proto::RunGraphResponse response;
@@ -365,8 +363,6 @@ TEST(DataConnectionTest, ATaskThatStopsAnsweringIsFoundByPings) {
   EXPECT_THAT(outcome.status.message(), HasSubstr(kTask));
   EXPECT_THAT(outcome.status.message(), HasSubstr("keepalive"));
   EXPECT_EQ(connection.state(), DataConnection::State::kBroken);
-  close(peer);
-  close(listener);
 }
 
 TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
@@ -559,20 +555,30 @@ TEST(DataConnectionTest, OffersAndSmallPushesTravelOnIt) {
   EXPECT_TRUE(SameValues(receiver.Received("small"), Pattern(3, 5.0f)));
 }
 
+// Sends a RunGraph of step `step_id` that the receiver holds (its answer
+// goes to `response` and `outcome`); the connection, once ready.
+std::unique_ptr<DataConnection> ConnectedWithHeldStep(
+    Receiver* receiver, int64_t step_id, absl::Duration deadline,
+    proto::RunGraphResponse* response, Outcome* outcome) {
+  receiver->Hold(absl::StrCat("step ", step_id));
+  auto connection = ConnectTo(receiver->listener());
+  EXPECT_EQ(Settled(*connection), DataConnection::State::kReady);
+  proto::RunGraphRequest request;
+  request.set_step_id(step_id);
+  EXPECT_TRUE(connection->RunGraph(request, response, deadline,
+                                   outcome->Callback()));
+  return connection;
+}
+
 // A caller that goes away while its step runs: the task abandons the step
 // (so that its ops stop waiting for the caller's tensors), and the caller's
 // call fails naming the task.
 TEST(DataConnectionTest, AStepWhoseCallerLeavesIsAbandoned) {
   Receiver receiver;
-  receiver.Hold("step 77");
-  auto connection = ConnectTo(receiver.listener());
-  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
-  proto::RunGraphRequest request;
-  request.set_step_id(77);
   proto::RunGraphResponse response;
   Outcome outcome;
-  ASSERT_TRUE(connection->RunGraph(request, &response, absl::Seconds(30),
-                                   outcome.Callback()));
+  auto connection = ConnectedWithHeldStep(&receiver, 77, absl::Seconds(30),
+                                          &response, &outcome);
   receiver.AwaitHeld(1);
   connection.reset();
   EXPECT_TRUE(absl::IsCancelled(outcome.Wait())) << outcome.status;
@@ -582,15 +588,10 @@ TEST(DataConnectionTest, AStepWhoseCallerLeavesIsAbandoned) {
 
 TEST(DataConnectionTest, ARunGraphPastItsDeadlineFailsNamingTheStep) {
   Receiver receiver;
-  receiver.Hold("step 5");
-  auto connection = ConnectTo(receiver.listener());
-  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
-  proto::RunGraphRequest request;
-  request.set_step_id(5);
   proto::RunGraphResponse response;
   Outcome outcome;
-  ASSERT_TRUE(connection->RunGraph(request, &response, absl::Milliseconds(200),
-                                   outcome.Callback()));
+  auto connection = ConnectedWithHeldStep(
+      &receiver, 5, absl::Milliseconds(200), &response, &outcome);
   const absl::Status s = outcome.Wait();
   EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("RunGraph of step 5"));
