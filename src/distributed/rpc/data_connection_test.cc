@@ -70,12 +70,19 @@ class Receiver {
     handlers.run_graph = [this](const proto::RunGraphRequest* request,
                                 proto::RunGraphResponse* response,
                                 StatusCallback done) {
-      absl::MutexLock lock(&mu_);
-      if (held_keys_.count(absl::StrCat("step ", request->step_id())) > 0) {
-        held_.push_back(std::move(done));
-        return;
+      absl::Duration busy;
+      {
+        absl::MutexLock lock(&mu_);
+        if (held_keys_.count(absl::StrCat("step ", request->step_id())) > 0) {
+          held_.push_back(std::move(done));
+          return;
+        }
+        auto it = busy_.find(request->step_id());
+        if (it != busy_.end()) busy = it->second;
+        TensorToProto(fetch_, response->add_fetch());
       }
-      TensorToProto(fetch_, response->add_fetch());
+      // A partition's first kernels, run on the thread that read the call.
+      absl::SleepFor(busy);
       done(absl::OkStatus());
     };
     handlers.abandoned = [this](const proto::RunGraphRequest& request) {
@@ -140,6 +147,12 @@ class Receiver {
     absl::MutexLock lock(&mu_);
     return steps_[key];
   }
+  // RunGraph of `step_id` keeps the thread that read it for `busy` before
+  // it answers.
+  void Busy(int64_t step_id, absl::Duration busy) {
+    absl::MutexLock lock(&mu_);
+    busy_[step_id] = busy;
+  }
   void SetFetch(Tensor fetch) {
     absl::MutexLock lock(&mu_);
     fetch_ = std::move(fetch);
@@ -169,6 +182,7 @@ class Receiver {
   Tensor fetch_ ABSL_GUARDED_BY(mu_) = Tensor::Scalar(1.0f);
   std::vector<proto::PushTensorHeader> offers_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> abandoned_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Duration> busy_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<DataListener> listener_;
 };
 
@@ -553,6 +567,35 @@ TEST(DataConnectionTest, OffersAndSmallPushesTravelOnIt) {
                                small.Callback()));
   EXPECT_EQ(small.Wait(), absl::OkStatus());
   EXPECT_TRUE(SameValues(receiver.Received("small"), Pattern(3, 5.0f)));
+}
+
+// A call whose work runs long on the thread that read it (a partition's
+// first kernels, or the consumers of a pushed tensor) leaves the connection
+// served: later calls are answered meanwhile, and so are the caller's
+// keepalive pings, which would otherwise end the connection after seconds.
+TEST(DataConnectionTest, ACallThatKeepsItsReadingThreadLeavesTheRestServed) {
+  Receiver receiver;
+  receiver.Busy(8, absl::Seconds(9));
+  auto connection = ConnectTo(receiver.listener());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  proto::RunGraphRequest request;
+  request.set_step_id(8);
+  proto::RunGraphResponse response;
+  Outcome long_step;
+  ASSERT_TRUE(connection->RunGraph(request, &response, absl::Minutes(1),
+                                   long_step.Callback()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Outcome push;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(connection->Push(8, "meanwhile", Pattern(3, 1.0f),
+                               absl::Seconds(10), push.Callback()));
+  EXPECT_EQ(push.Wait(), absl::OkStatus());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(SameValues(receiver.Received("meanwhile"), Pattern(3, 1.0f)));
+  ASSERT_TRUE(long_step.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(long_step.status, absl::OkStatus());
+  EXPECT_EQ(response.fetch_size(), 1);
+  EXPECT_EQ(connection->state(), DataConnection::State::kReady);
 }
 
 // Sends a RunGraph of step `step_id` that the receiver holds (its answer

@@ -78,16 +78,61 @@ struct DataListener::Connection {
     }
   }
 
+  // Whether this thread's `turn` of reading is still on.
+  bool Reads(uint64_t turn) {
+    absl::MutexLock lock(&turn_mu);
+    return turn == this->turn;
+  }
+  // Ends the reading turn of a reader that has been busy with a call's work
+  // since before `cutoff`: true, with the new turn, if it did.
+  bool TakeReading(absl::Time cutoff, uint64_t* new_turn) {
+    absl::MutexLock lock(&turn_mu);
+    if (working_since == absl::InfiniteFuture() || working_since > cutoff) {
+      return false;
+    }
+    working_since = absl::InfiniteFuture();
+    *new_turn = ++turn;
+    return true;
+  }
+
   const int fd;
   const std::string peer;
   absl::Mutex write_mu;
-  std::atomic<bool> finished{false};
+  // Which reader's turn it is (each new reader takes the next), and since
+  // when that reader has been busy with a call's work (InfiniteFuture while
+  // it reads).
+  absl::Mutex turn_mu;
+  uint64_t turn ABSL_GUARDED_BY(turn_mu) = 0;
+  absl::Time working_since ABSL_GUARDED_BY(turn_mu) = absl::InfiniteFuture();
   // The RunGraph calls running, by call id, and whether the connection has
   // ended (then the calls still running were abandoned).
   absl::Mutex calls_mu;
   absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>>
       running ABSL_GUARDED_BY(calls_mu);
   bool ended ABSL_GUARDED_BY(calls_mu) = false;
+};
+
+// Marks the reader of a connection, for its turn, as busy with a call's work
+// while it lives.
+class DataListener::Working {
+ public:
+  Working(Connection* connection, uint64_t turn)
+      : connection_(connection), turn_(turn) {
+    absl::MutexLock lock(&connection_->turn_mu);
+    if (connection_->turn == turn_) connection_->working_since = absl::Now();
+  }
+  ~Working() {
+    absl::MutexLock lock(&connection_->turn_mu);
+    if (connection_->turn == turn_) {
+      connection_->working_since = absl::InfiniteFuture();
+    }
+  }
+  Working(const Working&) = delete;
+  Working& operator=(const Working&) = delete;
+
+ private:
+  Connection* const connection_;
+  const uint64_t turn_;
 };
 
 absl::StatusOr<std::unique_ptr<DataListener>> DataListener::Create(
@@ -146,6 +191,7 @@ DataListener::DataListener(int fd, int port,
       pool_(std::move(pool)),
       handlers_(std::move(handlers)) {
   acceptor_ = std::thread(&DataListener::AcceptLoop, this);
+  watcher_ = std::thread(&DataListener::WatchLoop, this);
 }
 
 DataListener::~DataListener() {
@@ -165,7 +211,73 @@ void DataListener::Close() {
     for (const Served& s : served) shutdown(s.connection->fd, SHUT_RDWR);
   }
   acceptor_.join();
-  for (Served& s : served) s.thread.join();
+  watcher_.join();
+  for (Served& s : served) {
+    for (Reader& reader : s.readers) reader.thread.join();
+  }
+}
+
+bool DataListener::StartReader(const std::shared_ptr<Connection>& connection,
+                               uint64_t turn) {
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  std::thread thread;
+  try {
+    thread = std::thread([this, connection, turn, ended] {
+      if (turn == 0) {
+        Serve(connection);
+      } else {
+        ReadCalls(connection, turn);
+      }
+      ended->store(true);
+    });
+  } catch (const std::system_error& e) {
+    DF_LOG(Warning) << "data connections: cannot serve " << connection->peer
+                    << ": " << e.what();
+    shutdown(connection->fd, SHUT_RDWR);
+    return false;
+  }
+  for (Served& s : served_) {
+    if (s.connection == connection) {
+      s.readers.push_back({std::move(thread), std::move(ended)});
+      return true;
+    }
+  }
+  Served served{connection, {}};
+  served.readers.push_back({std::move(thread), std::move(ended)});
+  served_.push_back(std::move(served));
+  return true;
+}
+
+void DataListener::ReapReaders() {
+  for (auto it = served_.begin(); it != served_.end();) {
+    std::vector<Reader>& readers = it->readers;
+    for (auto r = readers.begin(); r != readers.end();) {
+      if (r->ended->load()) {
+        r->thread.join();
+        r = readers.erase(r);
+      } else {
+        ++r;
+      }
+    }
+    it = readers.empty() ? served_.erase(it) : it + 1;
+  }
+}
+
+void DataListener::WatchLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!mu_.AwaitWithTimeout(absl::Condition(&closed_), kReadingHandOff)) {
+    const absl::Time cutoff = absl::Now() - kReadingHandOff;
+    // (StartReader adds to served_: new connections are not among them.)
+    const size_t count = served_.size();
+    for (size_t i = 0; i < count; ++i) {
+      const std::shared_ptr<Connection> connection = served_[i].connection;
+      uint64_t turn = 0;
+      if (connection->TakeReading(cutoff, &turn)) {
+        StartReader(connection, turn);
+      }
+    }
+    ReapReaders();
+  }
 }
 
 void DataListener::AcceptLoop() {
@@ -189,28 +301,14 @@ void DataListener::AcceptLoop() {
       continue;
     }
     accept_failing_ = false;
-    // Connections that ended are let go of here.
-    for (auto it = served_.begin(); it != served_.end();) {
-      if (it->connection->finished) {
-        it->thread.join();
-        it = served_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    ReapReaders();
     auto connection = std::make_shared<Connection>(fd);
     if (served_.size() >= kMaxConnections) {
       DF_LOG(Warning) << "data connections: refusing " << connection->peer
                       << ": " << served_.size() << " are open already";
       continue;  // (closed with `connection`)
     }
-    try {
-      served_.push_back(
-          {connection, std::thread(&DataListener::Serve, this, connection)});
-    } catch (const std::system_error& e) {
-      DF_LOG(Warning) << "data connections: cannot serve "
-                      << connection->peer << ": " << e.what();
-    }
+    StartReader(connection, /*turn=*/0);
   }
 }
 
@@ -233,11 +331,27 @@ void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
     iovec iov{&answer, 1};
     if (SendAll(fd, &iov, 1).ok() && ours) {
       SetTimeout(fd, SO_RCVTIMEO, 0);  // calls come whenever steps run
-      while (ServeOne(connection)) {
-      }
+      ReadCalls(connection, /*turn=*/0);
+      return;
     }
   }
-  shutdown(fd, SHUT_RDWR);
+  EndConnection(connection);
+}
+
+void DataListener::ReadCalls(const std::shared_ptr<Connection>& connection,
+                             uint64_t turn) {
+  while (true) {
+    const bool more = ServeOne(connection, turn);
+    // A call's work that ran long here: another thread reads on.
+    if (!connection->Reads(turn)) return;
+    if (!more) break;
+  }
+  EndConnection(connection);
+}
+
+void DataListener::EndConnection(
+    const std::shared_ptr<Connection>& connection) {
+  shutdown(connection->fd, SHUT_RDWR);
   // The caller of the steps still running here is gone: nobody would abort
   // them, and their ops may wait for its tensors.
   std::vector<std::shared_ptr<proto::RunGraphRequest>> abandoned;
@@ -251,7 +365,6 @@ void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
   if (handlers_.abandoned) {
     for (const auto& request : abandoned) handlers_.abandoned(*request);
   }
-  connection->finished = true;
 }
 
 absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
@@ -266,7 +379,8 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
   }
 }
 
-bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
+bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection,
+                            uint64_t turn) {
   proto::DataFrame frame;
   absl::Status s = RecvFrameHeader(connection->fd, &frame);
   if (!s.ok()) {
@@ -279,9 +393,9 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
   }
   switch (frame.kind_case()) {
     case proto::DataFrame::kPush:
-      return ServePush(connection, frame.call_id(), frame.push());
+      return ServePush(connection, turn, frame.call_id(), frame.push());
     case proto::DataFrame::kRunGraph:
-      ServeRunGraph(connection, frame.call_id(),
+      ServeRunGraph(connection, turn, frame.call_id(),
                     std::move(*frame.mutable_run_graph()));
       return true;
     case proto::DataFrame::kPing:
@@ -300,12 +414,13 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection) {
 }
 
 bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
-                             uint64_t id,
+                             uint64_t turn, uint64_t id,
                              const proto::PushTensorHeader& header) {
   const int fd = connection->fd;
   if (header.has_same_host() && header.offset() == 0 && handlers_.offer) {
     // (The offer's handler checks the header, as for an offer over gRPC.)
     auto response = std::make_shared<proto::PushTensorResponse>();
+    Working working(connection.get(), turn);
     handlers_.offer(header, response.get(),
                     [connection, id, response](const absl::Status& status) {
                       connection->Answer(id, status, response.get());
@@ -352,6 +467,7 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
                    start_ns);
   }
   received_.fetch_add(1, std::memory_order_relaxed);
+  Working working(connection.get(), turn);
   handlers_.deliver(header.step_id(), header.key(), *value,
                     [connection, id](const absl::Status& status) {
                       connection->Answer(id, status);
@@ -360,7 +476,7 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
 }
 
 void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
-                                 uint64_t id,
+                                 uint64_t turn, uint64_t id,
                                  proto::RunGraphRequest&& request) {
   if (!handlers_.run_graph) {
     connection->Answer(id, absl::UnimplementedError(
@@ -384,6 +500,7 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
   auto response = std::make_shared<proto::RunGraphResponse>();
   // (The partition's first ops may run on this thread: see
   // Worker::RunGraphAsync.)
+  Working working(connection.get(), turn);
   handlers_.run_graph(
       call.get(), response.get(),
       [connection, id, call, response](const absl::Status& status) {

@@ -5,7 +5,11 @@
 //
 // One thread accepts connections, and one per connection reads its calls in
 // order and hands each to its handler, whose callback writes the answer
-// (from any thread). A connection whose hello does not carry this listener's
+// (from any thread). The handler's first work runs on the reading thread (a
+// partition's first kernels, a pushed tensor's consumers), which saves a
+// hand-over to another thread per call; work that keeps it longer than
+// kReadingHandOff passes the reading on to a new thread, so that the calls
+// behind it, and the sender's keepalive pings, are still answered. A connection whose hello does not carry this listener's
 // token is refused; a frame that is not a call, or a push whose header does
 // not describe a tensor, gets INVALID_ARGUMENT naming the tensor and ends
 // the connection (its framing can no longer be trusted); a tensor that
@@ -27,12 +31,17 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "distflow/tensor.h"
 #include "distributed/rpc/recv_buffer_pool.h"
 #include "distributed/worker_interface.h"
 #include "proto/worker.pb.h"
 
 namespace distflow {
+
+// How long a call's work may keep the thread that reads its connection
+// before another thread reads on.
+inline constexpr absl::Duration kReadingHandOff = absl::Milliseconds(100);
 
 class DataListener {
  public:
@@ -85,14 +94,31 @@ class DataListener {
   struct Connection;
   DataListener(int fd, int port, std::shared_ptr<RecvBufferPool> pool,
                Handlers handlers);
+  class Working;
   void AcceptLoop();
+  // Every kReadingHandOff, gives the reading of connections whose reader is
+  // busy with a call's work to a new thread.
+  void WatchLoop();
+  // Starts a thread that reads `connection` for its `turn`; false (the
+  // connection is ended) when no thread can be started.
+  bool StartReader(const std::shared_ptr<Connection>& connection,
+                   uint64_t turn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Joins the readers that ended, and lets go of connections without any.
+  void ReapReaders() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Serve(const std::shared_ptr<Connection>& connection);
+  // Reads calls while this thread's `turn` lasts; ends the connection when
+  // it breaks.
+  void ReadCalls(const std::shared_ptr<Connection>& connection, uint64_t turn);
   // Reads one call and hands it over; false when the connection is done.
-  bool ServeOne(const std::shared_ptr<Connection>& connection);
-  bool ServePush(const std::shared_ptr<Connection>& connection, uint64_t id,
-                 const proto::PushTensorHeader& header);
+  bool ServeOne(const std::shared_ptr<Connection>& connection, uint64_t turn);
+  bool ServePush(const std::shared_ptr<Connection>& connection, uint64_t turn,
+                 uint64_t id, const proto::PushTensorHeader& header);
   void ServeRunGraph(const std::shared_ptr<Connection>& connection,
-                     uint64_t id, proto::RunGraphRequest&& request);
+                     uint64_t turn, uint64_t id,
+                     proto::RunGraphRequest&& request);
+  // The connection's end: the steps of its RunGraph calls still running are
+  // abandoned.
+  void EndConnection(const std::shared_ptr<Connection>& connection);
   // A receive buffer; RESOURCE_EXHAUSTED when there is no memory for it.
   absl::StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape,
                                   int64_t bytes);
@@ -103,15 +129,21 @@ class DataListener {
   const std::shared_ptr<RecvBufferPool> pool_;
   const Handlers handlers_;
   std::thread acceptor_;
+  std::thread watcher_;
   std::atomic<int64_t> received_{0};
   std::atomic<int64_t> run_graphs_{0};
   absl::Mutex mu_;
   // Whether accept() is failing (it is logged once per episode).
   bool accept_failing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // A thread that read, or reads, a connection; `ended` once it returns.
+  struct Reader {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> ended;
+  };
   struct Served {
     std::shared_ptr<Connection> connection;
-    std::thread thread;
+    std::vector<Reader> readers;
   };
   std::vector<Served> served_ ABSL_GUARDED_BY(mu_);
 };
