@@ -233,7 +233,8 @@ bool DataListener::StartReader(const std::shared_ptr<Connection>& connection,
   } catch (const std::system_error& e) {
     DF_LOG(Warning) << "data connections: cannot serve " << connection->peer
                     << ": " << e.what();
-    shutdown(connection->fd, SHUT_RDWR);
+    // (A reader handed off to nobody would leave its steps running.)
+    EndConnection(connection);
     return false;
   }
   for (Served& s : served_) {
@@ -267,7 +268,7 @@ void DataListener::WatchLoop() {
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&closed_), kReadingHandOff)) {
     const absl::Time cutoff = absl::Now() - kReadingHandOff;
-    // (StartReader adds to served_: new connections are not among them.)
+    // (By index: StartReader may add to served_.)
     const size_t count = served_.size();
     for (size_t i = 0; i < count; ++i) {
       const std::shared_ptr<Connection> connection = served_[i].connection;

@@ -9,11 +9,12 @@
 // partition's first kernels, a pushed tensor's consumers), which saves a
 // hand-over to another thread per call; work that keeps it longer than
 // kReadingHandOff passes the reading on to a new thread, so that the calls
-// behind it, and the sender's keepalive pings, are still answered. A connection whose hello does not carry this listener's
-// token is refused; a frame that is not a call, or a push whose header does
-// not describe a tensor, gets INVALID_ARGUMENT naming the tensor and ends
-// the connection (its framing can no longer be trusted); a tensor that
-// cannot be allocated gets RESOURCE_EXHAUSTED, and the connection goes on.
+// behind it, and the sender's keepalive pings, are still answered. A
+// connection whose hello does not carry this listener's token is refused; a
+// frame that is not a call, or a push whose header does not describe a
+// tensor, gets INVALID_ARGUMENT naming the tensor and ends the connection
+// (its framing can no longer be trusted); a tensor that cannot be allocated
+// gets RESOURCE_EXHAUSTED, and the connection goes on.
 // When a connection ends, the steps of its RunGraph calls still running are
 // abandoned (their caller is gone). An answer that the sender leaves unread
 // for 30 s ends the connection; at most 512 connections are served at once.
@@ -99,8 +100,9 @@ class DataListener {
   // Every kReadingHandOff, gives the reading of connections whose reader is
   // busy with a call's work to a new thread.
   void WatchLoop();
-  // Starts a thread that reads `connection` for its `turn`; false (the
-  // connection is ended) when no thread can be started.
+  // Starts a thread that reads `connection` for its `turn` (0: the first,
+  // which takes the hello); false, having ended the connection, when no
+  // thread can be started.
   bool StartReader(const std::shared_ptr<Connection>& connection,
                    uint64_t turn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Joins the readers that ended, and lets go of connections without any.
