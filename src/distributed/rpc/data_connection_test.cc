@@ -726,6 +726,55 @@ TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
   EXPECT_EQ(EstablishedTo(worker->data_port()), 1);
 }
 
+// A pushed tensor whose consumers run long on the ps (a product of two
+// 3072x3072 matrices on one thread, a quarter of a second or more on any
+// core, on the thread that read the push): the reading passes to a new
+// thread while the old one computes, and every step's result comes back
+// right, on the one connection.
+TEST_F(DataConnectionClusterTest, LongConsumersOfAPushHandTheReadingOn) {
+  ServerOptions options = BetweenHosts(/*data_connection=*/true);
+  options.intra_op_threads = 1;
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}}, options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  GrpcServer* ps = (*cluster)->server("ps", 0);
+  constexpr int32_t kSide = 3072;
+  Scope root = Scope::NewRootScope();
+  Scope on_ps = root.WithDevice("/job:ps/task:0");
+  Scope on_worker = root.WithDevice("/job:worker/task:0");
+  ops::Variable w(on_ps.WithOpName("w"),
+                  ops::Fill(on_ps, Tensor::Vector<int32_t>({kSide, kSide}),
+                            1.0f));
+  Output scale = ops::Placeholder(on_worker, DataType::kFloat);
+  Output pushed = ops::Identity(on_worker, scale);
+  // Every entry of the product is kSide * scale.
+  Output product = ops::MatMul(on_ps, ops::Mul(on_ps, w, pushed), w);
+  Output corner = ops::Slice(on_ps, product, Tensor::Vector<int32_t>({0, 0}),
+                             Tensor::Vector<int32_t>({1, 1}));
+  Operation init = ops::GlobalVariablesInitializer(root);
+  auto session =
+      ClientSession::Create(root, SessionTarget(cluster->get()->server(
+                                      "worker", 0)));
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_EQ((*session)->RunTargets({init}), absl::OkStatus());
+  auto step = [&](float value) {
+    auto got = (*session)->Run({{scale, Tensor::Scalar(value)}}, {corner});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].flat<float>()[0], kSide * value);
+  };
+  // The first steps go over gRPC, until the connection has opened.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (ps->data_run_graphs() == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    step(1.0f);
+  }
+  ASSERT_GT(ps->data_run_graphs(), 0);
+  const int64_t handoffs = ps->data_reader_handoffs();
+  for (int i = 2; i <= 4; ++i) step(static_cast<float>(i));
+  EXPECT_GE(ps->data_reader_handoffs() - handoffs, 3);
+  EXPECT_EQ(EstablishedTo(ps->data_port()), 1);
+}
+
 TEST_F(DataConnectionClusterTest, WithoutThemTensorsCrossOverGrpc) {
   auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}},
                                      BetweenHosts(/*data_connection=*/false));

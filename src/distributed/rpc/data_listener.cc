@@ -274,6 +274,7 @@ void DataListener::WatchLoop() {
       const std::shared_ptr<Connection> connection = served_[i].connection;
       uint64_t turn = 0;
       if (connection->TakeReading(cutoff, &turn)) {
+        handoffs_.fetch_add(1, std::memory_order_relaxed);
         StartReader(connection, turn);
       }
     }
@@ -562,6 +563,11 @@ int64_t LazyDataListener::received() {
 int64_t LazyDataListener::run_graphs() {
   absl::MutexLock lock(&mu_);
   return listener_ != nullptr ? listener_->run_graphs() : 0;
+}
+
+int64_t LazyDataListener::handoffs() {
+  absl::MutexLock lock(&mu_);
+  return listener_ != nullptr ? listener_->handoffs() : 0;
 }
 
 }  // namespace distflow

@@ -81,10 +81,11 @@ class DataListener {
 
   int port() const { return port_; }
   uint64_t token() const { return token_; }
-  // Tensors received (their bytes read from a connection) and RunGraph calls
-  // taken so far (for tests).
+  // Tensors received (their bytes read from a connection), RunGraph calls
+  // taken, and readings handed on to a new thread so far (for tests).
   int64_t received() const { return received_.load(); }
   int64_t run_graphs() const { return run_graphs_.load(); }
+  int64_t handoffs() const { return handoffs_.load(); }
 
   // Stops accepting, ends every connection (their senders see them break)
   // and waits for the threads. Answers of pushes still being delivered are
@@ -134,6 +135,7 @@ class DataListener {
   std::thread watcher_;
   std::atomic<int64_t> received_{0};
   std::atomic<int64_t> run_graphs_{0};
+  std::atomic<int64_t> handoffs_{0};
   absl::Mutex mu_;
   // Whether accept() is failing (it is logged once per episode).
   bool accept_failing_ ABSL_GUARDED_BY(mu_) = false;
@@ -171,11 +173,12 @@ class LazyDataListener {
   DataListener* Get();
   // Closes the listener, if made, and makes Get return null from now on.
   void Close();
-  // The listener's port, the tensors it received and the RunGraph calls it
-  // took (0 before it is made).
+  // The listener's port, the tensors it received, the RunGraph calls it
+  // took and its readings handed on (0 before it is made).
   int port();
   int64_t received();
   int64_t run_graphs();
+  int64_t handoffs();
 
  private:
   const std::string host_;

@@ -56,13 +56,17 @@ class GrpcServer : public Server {
   int data_port() const {
     return data_listener_ != nullptr ? data_listener_->port() : 0;
   }
-  // Tensors received (their bytes read) and RunGraph calls taken on data
-  // connections so far.
+  // Tensors received (their bytes read), RunGraph calls taken, and readings
+  // handed on to a new thread (a call's work kept the reader: see
+  // data_listener.h) on data connections so far.
   int64_t data_tensors_received() const {
     return data_listener_ != nullptr ? data_listener_->received() : 0;
   }
   int64_t data_run_graphs() const {
     return data_listener_ != nullptr ? data_listener_->run_graphs() : 0;
+  }
+  int64_t data_reader_handoffs() const {
+    return data_listener_ != nullptr ? data_listener_->handoffs() : 0;
   }
   Worker* worker() { return worker_.get(); }
   Master* master() { return master_.get(); }
