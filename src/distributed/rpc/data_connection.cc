@@ -629,7 +629,8 @@ bool DataConnection::Core::ReadAnswer(int fd) {
           "an answer of ", answer.run_graph_bytes(), " bytes"));
     } else {
       payload.resize(static_cast<size_t>(answer.run_graph_bytes()));
-      s = RecvAll(fd, payload.data(), payload.size());
+      s = RecvAll(fd, payload.data(), payload.size(),
+                  /*rest_of_message=*/true);
     }
   }
   if (!s.ok()) {

@@ -450,7 +450,9 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
     std::vector<char> scratch(std::min<int64_t>(total, int64_t{1} << 20));
     for (int64_t left = total; left > 0;) {
       const size_t n = std::min<int64_t>(left, scratch.size());
-      if (!RecvAll(fd, scratch.data(), n).ok()) return false;
+      if (!RecvAll(fd, scratch.data(), n, /*rest_of_message=*/true).ok()) {
+        return false;
+      }
       left -= static_cast<int64_t>(n);
     }
     connection->Answer(
@@ -460,7 +462,9 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
     return true;
   }
   const int64_t start_ns = trace::SpanStart();
-  if (!RecvAll(fd, value->raw_data(), static_cast<size_t>(total)).ok()) {
+  if (!RecvAll(fd, value->raw_data(), static_cast<size_t>(total),
+               /*rest_of_message=*/true)
+           .ok()) {
     return false;
   }
   if (start_ns >= 0) {  // (the name is built only when recording)

@@ -52,8 +52,12 @@ inline constexpr uint32_t kMaxDataFrameHeader = uint32_t{1} << 20;
 absl::Status SendAll(int fd, iovec* iov, int count);
 
 // Reads exactly `n` bytes into `data`. UNAVAILABLE when the connection fails
-// or the peer closes it ("closed by the peer").
-absl::Status RecvAll(int fd, void* data, size_t n);
+// or the peer closes it ("closed by the peer"). Once part of a message has
+// come (some of these bytes, or, with `rest_of_message`, bytes before them),
+// it polls the socket briefly before it sleeps, as the rest is on its way
+// (see the definition).
+absl::Status RecvAll(int fd, void* data, size_t n,
+                     bool rest_of_message = false);
 
 // Sends [n][header] and then `n_data` bytes from `data`, as one write where
 // the system allows.
