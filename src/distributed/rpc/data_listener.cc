@@ -110,6 +110,9 @@ struct DataListener::Connection {
   absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>>
       running ABSL_GUARDED_BY(calls_mu);
   bool ended ABSL_GUARDED_BY(calls_mu) = false;
+  // When the last answer to a RunGraph call that ran for less than
+  // kShortStep was written (absl::GetCurrentTimeNanos).
+  std::atomic<int64_t> short_step_answered_ns{0};
 };
 
 // Marks the reader of a connection, for its turn, as busy with a call's work
@@ -381,8 +384,20 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
   }
 }
 
+void DataListener::AwaitNextStep(const Connection& connection) {
+  const int64_t until =
+      connection.short_step_answered_ns.load(std::memory_order_relaxed) +
+      absl::ToInt64Nanoseconds(kNextStepPoll);
+  if (absl::GetCurrentTimeNanos() >= until || !PollingLeavesACore()) return;
+  bool idle = false;
+  if (!polling_.compare_exchange_strong(idle, true)) return;
+  PollUntilReadable(connection.fd, until);
+  polling_.store(false);
+}
+
 bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection,
                             uint64_t turn) {
+  AwaitNextStep(*connection);
   proto::DataFrame frame;
   absl::Status s = RecvFrameHeader(connection->fd, &frame);
   if (!s.ok()) {
@@ -507,9 +522,10 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
   // (The partition's first ops may run on this thread: see
   // Worker::RunGraphAsync.)
   Working working(connection.get(), turn);
+  const int64_t start_ns = absl::GetCurrentTimeNanos();
   handlers_.run_graph(
       call.get(), response.get(),
-      [connection, id, call, response](const absl::Status& status) {
+      [connection, id, call, response, start_ns](const absl::Status& status) {
         {
           absl::MutexLock lock(&connection->calls_mu);
           connection->running.erase(id);
@@ -518,6 +534,11 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
         connection->Answer(id, status, nullptr,
                            status.ok() ? response->SerializeAsString()
                                        : std::string());
+        const int64_t now = absl::GetCurrentTimeNanos();
+        if (now - start_ns < absl::ToInt64Nanoseconds(kShortStep)) {
+          connection->short_step_answered_ns.store(now,
+                                                   std::memory_order_relaxed);
+        }
       });
 }
 

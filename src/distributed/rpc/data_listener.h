@@ -44,6 +44,20 @@ namespace distflow {
 // before another thread reads on.
 inline constexpr absl::Duration kReadingHandOff = absl::Milliseconds(100);
 
+// How long a reader that has just answered a short RunGraph call (one that
+// ran for less than kShortStep) polls its connection for the caller's next
+// call before it sleeps. A loop of short steps starts the next within tens
+// to a couple of hundred microseconds, and on a virtual machine a sleeping
+// reader is woken only after tens of microseconds, a large share of such a
+// step (the tiny step ran 2.5 times as fast: docs/benchmarks.md, "Readers
+// that poll instead of sleeping"). After a longer step (training's, of
+// milliseconds) the reader sleeps at once: the wake-up is a small share of
+// it, and a polling thread would take a core from the tasks' kernels (2-8%
+// of the training rows with two workers). One reader of a listener polls at
+// a time.
+inline constexpr absl::Duration kShortStep = absl::Microseconds(500);
+inline constexpr absl::Duration kNextStepPoll = absl::Microseconds(200);
+
 class DataListener {
  public:
   // What the task does with each call; `done` writes the answer.
@@ -112,6 +126,10 @@ class DataListener {
   // Reads calls while this thread's `turn` lasts; ends the connection when
   // it breaks.
   void ReadCalls(const std::shared_ptr<Connection>& connection, uint64_t turn);
+  // Within kNextStepPoll of the connection's last answer to a short
+  // RunGraph call, polls it until then for the next call, unless another
+  // reader is polling.
+  void AwaitNextStep(const Connection& connection);
   // Reads one call and hands it over; false when the connection is done.
   bool ServeOne(const std::shared_ptr<Connection>& connection, uint64_t turn);
   bool ServePush(const std::shared_ptr<Connection>& connection, uint64_t turn,
@@ -136,6 +154,8 @@ class DataListener {
   std::atomic<int64_t> received_{0};
   std::atomic<int64_t> run_graphs_{0};
   std::atomic<int64_t> handoffs_{0};
+  // Whether a reader is polling for a next call (AwaitNextStep).
+  std::atomic<bool> polling_{false};
   absl::Mutex mu_;
   // Whether accept() is failing (it is logged once per episode).
   bool accept_failing_ ABSL_GUARDED_BY(mu_) = false;

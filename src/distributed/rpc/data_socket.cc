@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 
@@ -46,30 +47,34 @@ absl::Status SendAll(int fd, iovec* iov, int count) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// How long a reader that has part of a message polls its socket for the rest
-// before it sleeps. The rest is on its way: a sender writes each frame whole.
-// A reader that sleeps in recv is woken for each segment that comes while it
-// waits; on a virtual machine that wake-up takes tens of microseconds, the
-// sender's write pays most of it, and the reader, once awake, has soon taken
-// all there is and sleeps again, so a 1 MiB tensor took ten wake-ups and
-// moved at two thirds of the rate of a reader that keeps up
-// (docs/benchmarks.md, "A reader that polls for the rest of a message"). A
-// reader that polls finds each segment as it lands. Longer waits than this
-// (a sender whose socket buffer is full, a slow network) end in a sleep.
-constexpr int64_t kMidMessagePollNs = 50'000;
-
-// Polling takes a core; with a single one it would keep the sender from it.
-bool PollsMidMessage() {
-  static const bool polls = [] {
+bool PollingLeavesACore() {
+  static const bool more_than_one = [] {
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
     return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
            CPU_COUNT(&cpus) > 1;
   }();
-  return polls;
+  return more_than_one;
 }
+
+void PollUntilReadable(int fd, int64_t until_ns) {
+  while (absl::GetCurrentTimeNanos() < until_ns) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 0) != 0) return;
+  }
+}
+
+namespace {
+
+// How long a reader that has part of a message polls its socket for the rest
+// before it sleeps. The rest is on its way: a sender writes each frame whole.
+// A reader that sleeps in recv is woken for each segment that comes while it
+// waits, and having soon taken all there is, sleeps again: a 1 MiB tensor
+// took about ten wake-ups, and moved at two thirds of the rate of a reader
+// that keeps up. A reader that polls finds each segment as it lands. Longer
+// waits (a sender whose socket buffer is full, a slow network) end in a
+// sleep.
+constexpr int64_t kMidMessagePollNs = 50'000;
 
 // recv of up to `n` bytes that first polls for up to kMidMessagePollNs when
 // `poll_first`, then sleeps.
@@ -92,7 +97,7 @@ absl::Status RecvAll(int fd, void* data, size_t n, bool rest_of_message) {
   // connection); once some have come, the rest follows at once.
   bool mid_message = rest_of_message;
   while (n > 0) {
-    const ssize_t got = RecvSome(fd, p, n, mid_message && PollsMidMessage());
+    const ssize_t got = RecvSome(fd, p, n, mid_message && PollingLeavesACore());
     if (got == 0) return absl::UnavailableError("closed by the peer");
     if (got < 0) {
       if (errno == EINTR) continue;

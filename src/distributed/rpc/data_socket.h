@@ -59,6 +59,17 @@ absl::Status SendAll(int fd, iovec* iov, int count);
 absl::Status RecvAll(int fd, void* data, size_t n,
                      bool rest_of_message = false);
 
+// Whether this process may run on more than one core, so that a thread that
+// polls a socket instead of sleeping leaves the sender a core. On a virtual
+// machine a sleeping thread is woken only after tens of microseconds, which
+// the thread that wakes it pays too (docs/benchmarks.md, "Readers that poll
+// instead of sleeping").
+bool PollingLeavesACore();
+
+// Polls `fd` until it has something to read (or has ended) or `until_ns`
+// (absl::GetCurrentTimeNanos) has passed, without sleeping.
+void PollUntilReadable(int fd, int64_t until_ns);
+
 // Sends [n][header] and then `n_data` bytes from `data`, as one write where
 // the system allows.
 absl::Status SendFrame(int fd, const google::protobuf::MessageLite& header,
