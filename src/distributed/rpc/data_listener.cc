@@ -384,11 +384,17 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
   }
 }
 
-void DataListener::AwaitNextStep(const Connection& connection) {
+void DataListener::AwaitNextStep(Connection& connection) {
   const int64_t until =
       connection.short_step_answered_ns.load(std::memory_order_relaxed) +
       absl::ToInt64Nanoseconds(kNextStepPoll);
   if (absl::GetCurrentTimeNanos() >= until || !PollingLeavesACore()) return;
+  {
+    // A step still running here (its answer will come from another thread)
+    // is not followed by a next one soon.
+    absl::MutexLock lock(&connection.calls_mu);
+    if (!connection.running.empty()) return;
+  }
   bool idle = false;
   if (!polling_.compare_exchange_strong(idle, true)) return;
   PollUntilReadable(connection.fd, until);

@@ -127,9 +127,9 @@ class DataListener {
   // it breaks.
   void ReadCalls(const std::shared_ptr<Connection>& connection, uint64_t turn);
   // Within kNextStepPoll of the connection's last answer to a short
-  // RunGraph call, polls it until then for the next call, unless another
-  // reader is polling.
-  void AwaitNextStep(const Connection& connection);
+  // RunGraph call, polls it until then for the next call, unless one of its
+  // calls is still running or another reader is polling.
+  void AwaitNextStep(Connection& connection);
   // Reads one call and hands it over; false when the connection is done.
   bool ServeOne(const std::shared_ptr<Connection>& connection, uint64_t turn);
   bool ServePush(const std::shared_ptr<Connection>& connection, uint64_t turn,

@@ -61,6 +61,8 @@ void PollUntilReadable(int fd, int64_t until_ns) {
   while (absl::GetCurrentTimeNanos() < until_ns) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 0) != 0) return;
+    // (Lets a thread that waits for this core run first.)
+    sched_yield();
   }
 }
 
@@ -84,6 +86,7 @@ ssize_t RecvSome(int fd, char* p, size_t n, bool poll_first) {
     do {
       const ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
       if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return got;
+      sched_yield();  // (as in PollUntilReadable)
     } while (absl::GetCurrentTimeNanos() < until);
   }
   return recv(fd, p, n, 0);
