@@ -52,9 +52,9 @@ inline constexpr absl::Duration kReadingHandOff = absl::Milliseconds(100);
 // step (the tiny step ran 2.5 times as fast: docs/benchmarks.md, "Readers
 // that poll instead of sleeping"). After a longer step (training's, of
 // milliseconds) the reader sleeps at once: the wake-up is a small share of
-// it, and a polling thread would take a core from the tasks' kernels (2-8%
-// of the training rows with two workers). One reader of a listener polls at
-// a time.
+// it, and polling there gained nothing and cost the training rows with two
+// workers a few percent (the poller takes a core from the kernels). One
+// reader of a listener polls at a time.
 inline constexpr absl::Duration kShortStep = absl::Microseconds(500);
 inline constexpr absl::Duration kNextStepPoll = absl::Microseconds(200);
 

@@ -72,8 +72,8 @@ namespace {
 // before it sleeps. The rest is on its way: a sender writes each frame whole.
 // A reader that sleeps in recv is woken for each segment that comes while it
 // waits, and having soon taken all there is, sleeps again: a 1 MiB tensor
-// took about ten wake-ups, and moved at two thirds of the rate of a reader
-// that keeps up. A reader that polls finds each segment as it lands. Longer
+// took about ten wake-ups, and moved 20-35% slower than with a reader that
+// keeps up. A reader that polls finds each segment as it lands. Longer
 // waits (a sender whose socket buffer is full, a slow network) end in a
 // sleep.
 constexpr int64_t kMidMessagePollNs = 50'000;

@@ -67,7 +67,8 @@ absl::Status RecvAll(int fd, void* data, size_t n,
 bool PollingLeavesACore();
 
 // Polls `fd` until it has something to read (or has ended) or `until_ns`
-// (absl::GetCurrentTimeNanos) has passed, without sleeping.
+// (absl::GetCurrentTimeNanos) has passed, without sleeping; between looks it
+// yields the core to any thread waiting for it.
 void PollUntilReadable(int fd, int64_t until_ns);
 
 // Sends [n][header] and then `n_data` bytes from `data`, as one write where
