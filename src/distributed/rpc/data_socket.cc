@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/thread_pool.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 
@@ -47,15 +48,7 @@ absl::Status SendAll(int fd, iovec* iov, int count) {
   return absl::OkStatus();
 }
 
-bool PollingLeavesACore() {
-  static const bool more_than_one = [] {
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
-           CPU_COUNT(&cpus) > 1;
-  }();
-  return more_than_one;
-}
+bool PollingLeavesACore() { return ThreadPool::HardwareThreads() > 1; }
 
 void PollUntilReadable(int fd, int64_t until_ns) {
   while (absl::GetCurrentTimeNanos() < until_ns) {
