@@ -384,17 +384,21 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
   }
 }
 
-void DataListener::AwaitNextStep(Connection& connection) {
-  const int64_t until =
+void DataListener::AwaitNextFrame(Connection& connection) {
+  if (!PollingLeavesACore()) return;
+  const int64_t now = absl::GetCurrentTimeNanos();
+  int64_t until =
       connection.short_step_answered_ns.load(std::memory_order_relaxed) +
       absl::ToInt64Nanoseconds(kNextStepPoll);
-  if (absl::GetCurrentTimeNanos() >= until || !PollingLeavesACore()) return;
   {
-    // A step still running here (its answer will come from another thread)
-    // is not followed by a next one soon.
     absl::MutexLock lock(&connection.calls_mu);
-    if (!connection.running.empty()) return;
+    if (!connection.running.empty()) {
+      // Its step waits for the caller's next push.
+      if (running_calls_->load(std::memory_order_relaxed) > 1) return;
+      until = now + absl::ToInt64Nanoseconds(kRunningStepPoll);
+    }
   }
+  if (now >= until) return;
   bool idle = false;
   if (!polling_.compare_exchange_strong(idle, true)) return;
   PollUntilReadable(connection.fd, until);
@@ -403,7 +407,7 @@ void DataListener::AwaitNextStep(Connection& connection) {
 
 bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection,
                             uint64_t turn) {
-  AwaitNextStep(*connection);
+  AwaitNextFrame(*connection);
   proto::DataFrame frame;
   absl::Status s = RecvFrameHeader(connection->fd, &frame);
   if (!s.ok()) {
@@ -522,6 +526,7 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
   {
     absl::MutexLock lock(&connection->calls_mu);
     connection->running.emplace(id, call);
+    running_calls_->fetch_add(1, std::memory_order_relaxed);
   }
   run_graphs_.fetch_add(1, std::memory_order_relaxed);
   auto response = std::make_shared<proto::RunGraphResponse>();
@@ -531,10 +536,12 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
   const int64_t start_ns = absl::GetCurrentTimeNanos();
   handlers_.run_graph(
       call.get(), response.get(),
-      [connection, id, call, response, start_ns](const absl::Status& status) {
+      [connection, id, call, response, start_ns,
+       running_calls = running_calls_](const absl::Status& status) {
         {
           absl::MutexLock lock(&connection->calls_mu);
           connection->running.erase(id);
+          running_calls->fetch_sub(1, std::memory_order_relaxed);
           if (connection->ended) return;  // nobody to answer
         }
         connection->Answer(id, status, nullptr,

@@ -44,19 +44,25 @@ namespace distflow {
 // before another thread reads on.
 inline constexpr absl::Duration kReadingHandOff = absl::Milliseconds(100);
 
-// How long a reader that has just answered a short RunGraph call (one that
-// ran for less than kShortStep) polls its connection for the caller's next
-// call before it sleeps. A loop of short steps starts the next within tens
-// to a couple of hundred microseconds, and on a virtual machine a sleeping
-// reader is woken only after tens of microseconds, a large share of such a
-// step (the tiny step ran 2.5 times as fast: docs/benchmarks.md, "Readers
-// that poll instead of sleeping"). After a longer step (training's, of
-// milliseconds) the reader sleeps at once: the wake-up is a small share of
-// it, and polling there gained nothing and cost the training rows with two
-// workers a few percent (the poller takes a core from the kernels). One
-// reader of a listener polls at a time.
+// Before a reader sleeps waiting for its connection's next frame, it polls
+// for it (yielding its core between looks) where that frame is due soon: on
+// a virtual machine a sleeping reader is woken only after tens of
+// microseconds (docs/benchmarks.md, "Readers that poll instead of
+// sleeping"). One reader of a listener polls at a time.
+//  - For up to kNextStepPoll after it answers a RunGraph call that ran for
+//    less than kShortStep: a loop of short steps starts the next within tens
+//    to a couple of hundred microseconds (the tiny step ran 2.5 times as
+//    fast). After a training step's answer, polling gained nothing.
+//  - For up to kRunningStepPoll while a RunGraph call of the connection runs
+//    and is the only one running on this listener: its step waits for the
+//    caller's next push (a training step's gradients, after the caller's
+//    forward and backward pass), and the caller's task is the one working
+//    (the cost row's step ran 8-11% faster). With several callers running
+//    steps (two workers), the poller took a core from their kernels, and
+//    the reader sleeps.
 inline constexpr absl::Duration kShortStep = absl::Microseconds(500);
 inline constexpr absl::Duration kNextStepPoll = absl::Microseconds(200);
+inline constexpr absl::Duration kRunningStepPoll = absl::Milliseconds(2);
 
 class DataListener {
  public:
@@ -126,10 +132,9 @@ class DataListener {
   // Reads calls while this thread's `turn` lasts; ends the connection when
   // it breaks.
   void ReadCalls(const std::shared_ptr<Connection>& connection, uint64_t turn);
-  // Within kNextStepPoll of the connection's last answer to a short
-  // RunGraph call, polls it until then for the next call, unless one of its
-  // calls is still running or another reader is polling.
-  void AwaitNextStep(Connection& connection);
+  // Polls the connection for its next frame where one is due soon (see
+  // kNextStepPoll), unless another reader is polling.
+  void AwaitNextFrame(Connection& connection);
   // Reads one call and hands it over; false when the connection is done.
   bool ServeOne(const std::shared_ptr<Connection>& connection, uint64_t turn);
   bool ServePush(const std::shared_ptr<Connection>& connection, uint64_t turn,
@@ -154,8 +159,12 @@ class DataListener {
   std::atomic<int64_t> received_{0};
   std::atomic<int64_t> run_graphs_{0};
   std::atomic<int64_t> handoffs_{0};
-  // Whether a reader is polling for a next call (AwaitNextStep).
+  // Whether a reader is polling (AwaitNextFrame).
   std::atomic<bool> polling_{false};
+  // The RunGraph calls running on all connections (shared with their
+  // callbacks, which may outlive the listener).
+  const std::shared_ptr<std::atomic<int>> running_calls_ =
+      std::make_shared<std::atomic<int>>(0);
   absl::Mutex mu_;
   // Whether accept() is failing (it is logged once per episode).
   bool accept_failing_ ABSL_GUARDED_BY(mu_) = false;
