@@ -390,7 +390,8 @@ void DataListener::AwaitNextFrame(Connection& connection) {
   int64_t until =
       connection.short_step_answered_ns.load(std::memory_order_relaxed) +
       absl::ToInt64Nanoseconds(kNextStepPoll);
-  {
+  // (The lock only where some step runs: this is on every frame's path.)
+  if (running_calls_->load(std::memory_order_relaxed) > 0) {
     absl::MutexLock lock(&connection.calls_mu);
     if (!connection.running.empty()) {
       // Its step waits for the caller's next push.
