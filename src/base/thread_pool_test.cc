@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -53,7 +54,7 @@ double CpuSeconds(clockid_t clock) {
 // after the pool has gone idle (1 ms after the last one ended).
 double PoolCpuPerIdleStart(ThreadPool::IdleWait idle_wait) {
   ThreadPool pool("test", 2, idle_wait);
-  constexpr int kClosures = 200;
+  constexpr int kClosures = 100;
   const double process = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
   const double self = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
   for (int i = 0; i < kClosures; ++i) {
@@ -69,11 +70,18 @@ double PoolCpuPerIdleStart(ThreadPool::IdleWait idle_wait) {
 
 // A pool that sleeps when idle leaves the core alone between closures; one
 // that spins first polls for a while after each (Eigen's pool: tens of
-// microseconds).
+// microseconds). The two are measured in turn, three times, and each keeps
+// its least: a burst of load from other processes (ctest runs tests two at a
+// time) once made one measurement of the sleeping pool ten times its usual.
 TEST(ThreadPoolTest, APoolThatSleepsWhenIdleSpendsLessCpuBetweenClosures) {
-  const double spins =
-      PoolCpuPerIdleStart(ThreadPool::IdleWait::kSpinThenSleep);
-  const double sleeps = PoolCpuPerIdleStart(ThreadPool::IdleWait::kSleep);
+  double spins = 1;
+  double sleeps = 1;
+  for (int round = 0; round < 3; ++round) {
+    spins = std::min(spins,
+                     PoolCpuPerIdleStart(ThreadPool::IdleWait::kSpinThenSleep));
+    sleeps =
+        std::min(sleeps, PoolCpuPerIdleStart(ThreadPool::IdleWait::kSleep));
+  }
   EXPECT_LT(sleeps, spins / 2) << "CPU seconds per closure: sleeping pool "
                                << sleeps << ", spinning pool " << spins;
 }
