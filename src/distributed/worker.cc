@@ -65,9 +65,13 @@ class Worker::StepRendezvous : public Rendezvous {
   void StartAbort(const absl::Status& status) override {
     local_.StartAbort(status);
   }
-  // A value pushed by another task.
+  // A value pushed by another task. The pusher is answered before the
+  // value's consumers run (on this thread, often the rest of a partition):
+  // a task that waits for this partition's end learns at once that its
+  // tensors have arrived, and can get ready for the answer (DataConnection
+  // polls for it then).
   void Deliver(const std::string& key, const Tensor& value, SendCallback done) {
-    local_.SendAsync(key, value, std::move(done));
+    local_.SendAsyncAnswerFirst(key, value, std::move(done));
   }
 
  private:

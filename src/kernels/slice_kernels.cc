@@ -27,7 +27,14 @@ absl::Status CopyBoxOf(const Tensor& src, absl::Span<const int64_t> src_begin,
 
 class SliceOp : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit SliceOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    const Endpoint& x = ctx->node().input(0);
+    of_vector_ = x.node != nullptr && x.node->output_shape(x.index).dims() == 1;
+  }
+  // A slice of a vector is a view of its input (below), which costs less
+  // than handing it to another thread: the members of a packed transfer are
+  // such slices, and the first kernels of a step wait for them.
+  bool IsExpensive() const override { return !of_vector_; }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const std::vector<int64_t> begin = IndexValues(ctx->input(1));
@@ -73,6 +80,9 @@ class SliceOp : public OpKernel {
     DF_OP_REQUIRES_OK(
         ctx, CopyBoxOf(x, begin, out, zeros, size, ctx->intra_op_pool()));
   }
+
+ private:
+  bool of_vector_ = false;
 };
 
 class PadOp : public OpKernel {

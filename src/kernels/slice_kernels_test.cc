@@ -6,6 +6,7 @@
 #include "distflow/ops.h"
 #include "gtest/gtest.h"
 #include "kernels/index_test_util.h"
+#include "kernels/kernel_registry.h"
 #include "kernels/kernel_test_util.h"
 
 namespace distflow {
@@ -71,6 +72,29 @@ TEST(SliceTest, OutOfRangeIsAnError) {
   auto got = RunOne(s, y, {{x, RandomTensor<float>({3, 3}, 1)}});
   EXPECT_TRUE(HasError(got.status(), absl::StatusCode::kInvalidArgument,
                        {"dimension 1", "[3,3]"}));
+}
+
+// The executor runs a cheap kernel on the thread that made it ready: a slice
+// of a vector (how a packed transfer's members are cut out) is always a view;
+// a slice of a matrix may copy, and goes to the pool beside other work.
+TEST(SliceTest, OnlyASliceOfAVectorIsCheap) {
+  Scope s = Scope::NewRootScope();
+  Output vector = ops::Placeholder(s, DataType::kFloat, {-1});
+  Output matrix = ops::Placeholder(s, DataType::kFloat, {-1, 4});
+  Output unknown = ops::Placeholder(s, DataType::kFloat);
+  Output of_vector = ops::Slice(s, vector, {2}, {3});
+  Output of_matrix = ops::Slice(s, matrix, {0, 1}, {2, 2});
+  Output of_unknown = ops::Slice(s, unknown, {0}, {1});
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto expensive = [](const Output& slice) {
+    auto kernel = KernelRegistry::Global()->CreateKernel(*slice.node(),
+                                                         nullptr, "CPU");
+    EXPECT_TRUE(kernel.ok()) << kernel.status();
+    return kernel.ok() && (*kernel)->IsExpensive();
+  };
+  EXPECT_FALSE(expensive(of_vector));
+  EXPECT_TRUE(expensive(of_matrix));
+  EXPECT_TRUE(expensive(of_unknown));
 }
 
 TEST(PadTest, MatchesNaiveLoop) {

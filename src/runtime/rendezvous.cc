@@ -11,6 +11,17 @@ LocalRendezvous::~LocalRendezvous() {
 
 void LocalRendezvous::SendAsync(const std::string& key, const Tensor& value,
                                 SendCallback done) {
+  Send(key, value, std::move(done), /*done_first=*/false);
+}
+
+void LocalRendezvous::SendAsyncAnswerFirst(const std::string& key,
+                                           const Tensor& value,
+                                           SendCallback done) {
+  Send(key, value, std::move(done), /*done_first=*/true);
+}
+
+void LocalRendezvous::Send(const std::string& key, const Tensor& value,
+                           SendCallback done, bool done_first) {
   RecvCallback waiter;
   absl::Status error;
   {
@@ -32,8 +43,9 @@ void LocalRendezvous::SendAsync(const std::string& key, const Tensor& value,
     }
   }
   // Callbacks run outside the lock: they may start more of the step.
+  if (done_first) done(error);
   if (waiter) waiter(absl::OkStatus(), value);
-  done(error);
+  if (!done_first) done(error);
 }
 
 void LocalRendezvous::RecvAsync(const std::string& key, RecvCallback done) {

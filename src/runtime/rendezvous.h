@@ -22,6 +22,11 @@ class LocalRendezvous : public Rendezvous {
 
   void SendAsync(const std::string& key, const Tensor& value,
                  SendCallback done) override;
+  // As SendAsync, but `done` runs before a waiting receiver's callback
+  // rather than after it (the callback may run much of a step on this
+  // thread).
+  void SendAsyncAnswerFirst(const std::string& key, const Tensor& value,
+                            SendCallback done);
   void RecvAsync(const std::string& key, RecvCallback done) override;
   void StartAbort(const absl::Status& status) override;
 
@@ -34,6 +39,9 @@ class LocalRendezvous : public Rendezvous {
     Tensor value;
     RecvCallback waiter;
   };
+  void Send(const std::string& key, const Tensor& value, SendCallback done,
+            bool done_first);
+
   mutable absl::Mutex mu_;
   absl::Status abort_status_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Item> table_ ABSL_GUARDED_BY(mu_);

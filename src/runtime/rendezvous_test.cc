@@ -1,5 +1,8 @@
 #include "runtime/rendezvous.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace distflow {
@@ -22,6 +25,33 @@ TEST(LocalRendezvousTest, SendBeforeOrAfterRecvDeliversTheValue) {
   EXPECT_FALSE(received);
   r.SendAsync("k2", Tensor::Scalar<float>(2), [](const absl::Status&) {});
   EXPECT_TRUE(received);
+}
+
+// A value another task pushed is answered before its receiver's work runs
+// on the delivering thread; a local send completes after it.
+TEST(LocalRendezvousTest, AnswerFirstRunsTheSendersCallbackBeforeTheWaiters) {
+  for (const bool answer_first : {false, true}) {
+    LocalRendezvous rendezvous;
+    std::vector<std::string> order;
+    rendezvous.RecvAsync("k", [&](const absl::Status& s, const Tensor& v) {
+      EXPECT_TRUE(s.ok()) << s;
+      EXPECT_EQ(v.scalar<float>(), 2.0f);
+      order.push_back("receiver");
+    });
+    auto done = [&](const absl::Status& s) {
+      EXPECT_TRUE(s.ok()) << s;
+      order.push_back("sender");
+    };
+    if (answer_first) {
+      rendezvous.SendAsyncAnswerFirst("k", Tensor::Scalar(2.0f), done);
+    } else {
+      rendezvous.SendAsync("k", Tensor::Scalar(2.0f), done);
+    }
+    const std::vector<std::string> want =
+        answer_first ? std::vector<std::string>{"sender", "receiver"}
+                     : std::vector<std::string>{"receiver", "sender"};
+    EXPECT_EQ(order, want) << answer_first;
+  }
 }
 
 TEST(LocalRendezvousTest, AbortWakesWaitersAndFailsLaterCalls) {

@@ -613,6 +613,37 @@ std::unique_ptr<DataConnection> ConnectedWithHeldStep(
   return connection;
 }
 
+// After a push of a step is answered, the caller's reader polls briefly for
+// the step's RunGraph answer; one that comes much later (the ps's updates
+// ran long) is still read, after the reader went back to sleep, and the
+// connection carries the next step as before.
+TEST(DataConnectionTest, AStepAnsweredLongAfterItsPushIsStillRead) {
+  Receiver receiver;
+  proto::RunGraphResponse response;
+  Outcome step;
+  auto connection = ConnectedWithHeldStep(&receiver, 12, absl::Seconds(30),
+                                          &response, &step);
+  receiver.AwaitHeld(1);
+  Outcome push;
+  ASSERT_TRUE(connection->Push(12, "gradient", Pattern(1 << 10, 2.0f),
+                               absl::Seconds(10), push.Callback()));
+  EXPECT_EQ(push.Wait(), absl::OkStatus());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(step.done.HasBeenNotified());
+  receiver.AnswerHeld();
+  EXPECT_EQ(step.Wait(), absl::OkStatus());
+  proto::RunGraphRequest next;
+  next.set_step_id(13);
+  proto::RunGraphResponse next_response;
+  Outcome next_step;
+  ASSERT_TRUE(connection->RunGraph(next, &next_response, absl::Seconds(10),
+                                   next_step.Callback()));
+  EXPECT_EQ(next_step.Wait(), absl::OkStatus());
+  EXPECT_EQ(next_response.fetch_size(), 1);
+  EXPECT_EQ(connection->answered(), 3);
+  EXPECT_EQ(connection->state(), DataConnection::State::kReady);
+}
+
 // A caller that goes away while its step runs: the task abandons the step
 // (so that its ops stop waiting for the caller's tensors), and the caller's
 // call fails naming the task.

@@ -226,6 +226,7 @@ bool DataListener::StartReader(const std::shared_ptr<Connection>& connection,
   std::thread thread;
   try {
     thread = std::thread([this, connection, turn, ended] {
+      NameThisThread("df_serve");
       if (turn == 0) {
         Serve(connection);
       } else {
@@ -268,6 +269,7 @@ void DataListener::ReapReaders() {
 }
 
 void DataListener::WatchLoop() {
+  NameThisThread("df_watch");
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&closed_), kReadingHandOff)) {
     const absl::Time cutoff = absl::Now() - kReadingHandOff;
@@ -286,6 +288,7 @@ void DataListener::WatchLoop() {
 }
 
 void DataListener::AcceptLoop() {
+  NameThisThread("df_accept");
   while (true) {
     const int fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     absl::MutexLock lock(&mu_);

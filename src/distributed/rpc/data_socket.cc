@@ -4,12 +4,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -166,6 +168,10 @@ std::string HostOfAddress(const std::string& address) {
 uint64_t RandomDataToken() {
   std::random_device random;
   return (static_cast<uint64_t>(random()) << 32) ^ random();
+}
+
+void NameThisThread(const char* name) {
+  pthread_setname_np(pthread_self(), std::string(name).substr(0, 15).c_str());
 }
 
 }  // namespace distflow

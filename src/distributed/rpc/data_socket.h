@@ -90,6 +90,10 @@ void ConfigureDataSocket(int fd);
 std::string HostOfAddress(const std::string& address);
 std::string BareHost(const std::string& host);
 
+// Names the calling thread for profiles and scheduler traces (the kernel
+// keeps 15 characters).
+void NameThisThread(const char* name);
+
 // A random token (from the system's entropy source).
 uint64_t RandomDataToken();
 
