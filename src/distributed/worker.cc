@@ -65,13 +65,16 @@ class Worker::StepRendezvous : public Rendezvous {
   void StartAbort(const absl::Status& status) override {
     local_.StartAbort(status);
   }
-  // A value pushed by another task. The pusher is answered before the
-  // value's consumers run (on this thread, often the rest of a partition):
-  // a task that waits for this partition's end learns at once that its
-  // tensors have arrived, and can get ready for the answer (DataConnection
-  // polls for it then).
-  void Deliver(const std::string& key, const Tensor& value, SendCallback done) {
-    local_.SendAsyncAnswerFirst(key, value, std::move(done));
+  // A value pushed by another task. With `answer_first` the pusher is
+  // answered before the value's consumers run (on this thread, often the
+  // rest of a partition), not after them.
+  void Deliver(const std::string& key, const Tensor& value, SendCallback done,
+               bool answer_first) {
+    if (answer_first) {
+      local_.SendAsyncAnswerFirst(key, value, std::move(done));
+    } else {
+      local_.SendAsync(key, value, std::move(done));
+    }
   }
 
  private:
@@ -223,10 +226,14 @@ void Worker::RunGraphImpl(
     return;
   }
   std::shared_ptr<Executor> executor;
+  std::string master_task;
   {
     absl::MutexLock lock(&mu_);
     auto it = graphs_.find(request.graph_handle());
-    if (it != graphs_.end()) executor = it->second.executor;
+    if (it != graphs_.end()) {
+      executor = it->second.executor;
+      master_task = it->second.master_task;
+    }
   }
   if (executor == nullptr) {
     done(absl::AbortedError(absl::StrCat(
@@ -238,7 +245,7 @@ void Worker::RunGraphImpl(
   }
   absl::Status status;
   std::shared_ptr<Step> step =
-      FindOrCreateStep(step_id, /*pushed=*/nullptr, &status);
+      FindOrCreateStep(step_id, /*pushed=*/nullptr, &status, master_task);
   if (step == nullptr) {
     done(status, {});
     return;
@@ -288,13 +295,18 @@ void Worker::AbortStepAsync(const proto::AbortStepRequest* request,
 void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
                              const Tensor& value, StatusCallback done) {
   absl::Status status;
-  const PushedTensor pushed{&key, static_cast<int64_t>(value.TotalBytes())};
+  PushedTensor pushed{&key, static_cast<int64_t>(value.TotalBytes())};
   std::shared_ptr<Step> step = FindOrCreateStep(step_id, &pushed, &status);
   if (step == nullptr) {
     done(status);
     return;
   }
-  step->rendezvous->Deliver(key, value, std::move(done));
+  // The step's master waits for this task's RunGraph answer: told at once
+  // that its tensor is here, it can get ready for that answer (its data
+  // connection polls for it) while the tensor's consumers run here, such as
+  // a ps's updates after the last gradient. Other pushers gain nothing from
+  // an early answer, and writing it first would delay the consumers.
+  step->rendezvous->Deliver(key, value, std::move(done), pushed.from_master);
 }
 
 void Worker::ShutdownAsync(const proto::ShutdownRequest* request,
@@ -434,18 +446,25 @@ void Worker::ExpireUnclaimedSteps() {
 }
 
 std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
-    int64_t step_id, const PushedTensor* pushed, absl::Status* status) {
+    int64_t step_id, PushedTensor* pushed, absl::Status* status,
+    const std::string& master_task) {
   // What was pushed is kept (under the lock, with the lookup) only for the
   // log line of a step that never runs here.
-  auto record = [pushed](Step* step) {
+  auto record = [pushed, &master_task](Step* step) {
     if (pushed == nullptr) {
       step->claimed = true;
-    } else if (!step->claimed) {
+      step->master_task = master_task;
+      return;
+    }
+    const absl::string_view sender_device =
+        absl::string_view(*pushed->key).substr(0, pushed->key->find(';'));
+    std::string sender = TaskOfDevice(std::string(sender_device));
+    pushed->from_master = !step->master_task.empty() &&
+                          sender == step->master_task;
+    if (!step->claimed) {
       ++step->pushed_tensors;
       step->pushed_bytes += pushed->bytes;
-      const absl::string_view sender =
-          absl::string_view(*pushed->key).substr(0, pushed->key->find(';'));
-      step->senders.insert(TaskOfDevice(std::string(sender)));
+      step->senders.insert(std::move(sender));
     }
   };
   absl::MutexLock lock(&mu_);

@@ -116,6 +116,9 @@ class Worker : public WorkerInterface {
     int64_t pushed_tensors = 0;
     int64_t pushed_bytes = 0;
     absl::flat_hash_set<std::string> senders;
+    // The task whose master runs the step (from the RunGraph's registered
+    // graph; empty until a RunGraph claims the step, or when unknown).
+    std::string master_task;
   };
 
   // Runs a registered graph for a step; `done` gets the status and the
@@ -131,13 +134,16 @@ class Worker : public WorkerInterface {
   struct PushedTensor {
     const std::string* key;
     int64_t bytes;
+    // Set: whether the step's master runs on the task that pushed it.
+    bool from_master = false;
   };
-  // The state of `step_id`, made on first use: claimed by a RunGraph
-  // (`pushed` null) or holding one more pushed tensor. Null (with the reason
-  // in `*status`) if the step has already finished on this task.
-  std::shared_ptr<Step> FindOrCreateStep(int64_t step_id,
-                                         const PushedTensor* pushed,
-                                         absl::Status* status);
+  // The state of `step_id`, made on first use: claimed by a RunGraph of a
+  // graph that `master_task` registered (`pushed` null) or holding one more
+  // pushed tensor. Null (with the reason in `*status`) if the step has
+  // already finished on this task.
+  std::shared_ptr<Step> FindOrCreateStep(
+      int64_t step_id, PushedTensor* pushed, absl::Status* status,
+      const std::string& master_task = std::string());
   // Drops the steps whose pushed tensors have waited past
   // unclaimed_step_timeout; runs on expiry_thread_ until the worker goes.
   void ExpireUnclaimedSteps();

@@ -39,14 +39,14 @@ constexpr int64_t kDeadlineCheckMs = 1000;
 constexpr absl::Duration kPingAfter = absl::Seconds(2);
 constexpr absl::Duration kPingTimeout = absl::Seconds(5);
 // After the task answers a push while a RunGraph call waits, the reader
-// polls for up to this long before it sleeps. A task answers a push as soon
-// as the tensor is there, before the work it starts (worker.cc, Deliver): in
-// a training step the ps has then got the step's last gradients, and the
-// RunGraph answer follows once the updates have run (a few hundred
-// microseconds for the MLP). Woken instead, this thread would first wait
-// for a halted core, and on the waker's core behind the updates (the end of
-// the cost row's step took 87 us against 34 polling; docs/benchmarks.md,
-// "A caller that polls for its step's answer").
+// polls for up to this long before it sleeps. A task answers a push from
+// the step's master as soon as the tensor is there, before the work it
+// starts (Worker::PushTensorAsync): in a training step the ps has then got
+// the step's last gradients, and the RunGraph answer follows once the
+// updates have run (a few hundred microseconds for the MLP). Woken instead,
+// this thread would first wait for a halted core, or on the waker's core
+// behind the updates (docs/benchmarks.md, "A caller that polls for its
+// step's answer").
 constexpr absl::Duration kAnswerPoll = absl::Milliseconds(1);
 // Pieces per sendmsg: the frame's header and the tensor's ranges (more than
 // this many go in later calls).

@@ -469,6 +469,72 @@ std::string RegisterGraphThatWaits(GrpcServer* ps) {
   return reg_response.graph_handle();
 }
 
+// A tensor pushed by the task whose master runs the step is answered before
+// the step's work that it starts (the master can then get ready for the
+// step's answer); one from another task after that work, as before.
+TEST(DistributedRuntimeTest, APushFromTheStepsMasterIsAnsweredFirst) {
+  auto cluster = TestCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Worker* ps = (*cluster)->server("ps", 0)->worker();
+  const std::string master = "/job:worker/replica:0/task:0";
+  for (const bool from_master : {true, false}) {
+    // The ps's partition ends with the pushed tensor: its work runs on the
+    // thread that delivers it.
+    proto::RegisterGraphRequest reg;
+    proto::NodeDef* recv = reg.mutable_graph()->add_node();
+    recv->set_name("recv");
+    recv->set_op("_Recv");
+    (*recv->mutable_attr())["tensor_type"] = MakeAttr(DataType::kFloat);
+    (*recv->mutable_attr())["tensor_name"] = MakeAttr("x:0");
+    (*recv->mutable_attr())["send_device"] = MakeAttr(kWorkerDevice);
+    (*recv->mutable_attr())["recv_device"] = MakeAttr(kPsDevice);
+    proto::NodeDef* retval = reg.mutable_graph()->add_node();
+    retval->set_name("out");
+    retval->set_op("_Retval");
+    retval->add_input("recv");
+    (*retval->mutable_attr())["T"] = MakeAttr(DataType::kFloat);
+    (*retval->mutable_attr())["index"] = MakeAttr(int64_t{0});
+    reg.set_master_task(from_master ? master : "/job:worker/replica:0/task:1");
+    reg.set_master_incarnation("1");
+    proto::RegisterGraphResponse reg_response;
+    absl::Status reg_status = absl::UnknownError("not called");
+    ps->RegisterGraphAsync(&reg, &reg_response,
+                           [&](const absl::Status& s) { reg_status = s; });
+    ASSERT_TRUE(reg_status.ok()) << reg_status;
+
+    const int64_t step = from_master ? 91 : 92;
+    proto::RunGraphRequest run;
+    run.set_graph_handle(reg_response.graph_handle());
+    run.set_step_id(step);
+    run.set_num_fetches(1);
+    proto::RunGraphResponse run_response;
+    absl::Mutex mu;
+    std::vector<std::string> order;
+    absl::Notification ended;
+    ps->RunGraphAsync(&run, &run_response, [&](const absl::Status& s) {
+      EXPECT_TRUE(s.ok()) << s;
+      absl::MutexLock lock(&mu);
+      order.push_back("step ended");
+      ended.Notify();
+    });
+    absl::Notification answered;
+    ps->PushTensorAsync(step, MakeRendezvousKey(kWorkerDevice, kPsDevice, "x:0"),
+                        Tensor::Scalar<float>(3), [&](const absl::Status& s) {
+                          EXPECT_TRUE(s.ok()) << s;
+                          absl::MutexLock lock(&mu);
+                          order.push_back("push answered");
+                          answered.Notify();
+                        });
+    ASSERT_TRUE(ended.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    absl::MutexLock lock(&mu);
+    const std::vector<std::string> want =
+        from_master ? std::vector<std::string>{"push answered", "step ended"}
+                    : std::vector<std::string>{"step ended", "push answered"};
+    EXPECT_EQ(order, want) << (from_master ? "from the master" : "from another task");
+  }
+}
+
 // A step whose master goes away while the ps waits for a tensor is aborted
 // on the ps (it does not wait forever): tensors for it are refused after.
 TEST(DistributedRuntimeTest, CancelledRunGraphAbortsTheStepOnTheTask) {
