@@ -21,6 +21,7 @@ namespace trace {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string TracePath(const std::string& test) {
   return absl::StrCat(::testing::TempDir(), "/", test, ".", getpid(), ".json");
@@ -155,6 +156,59 @@ TEST(StepTraceTest, TracesOfSeveralTasksMergeIntoOne) {
   for (const std::string& p : paths) std::remove(p.c_str());
   std::remove(merged.c_str());
   std::remove(summary.c_str());
+}
+
+// --timeline follows the master's steps: each span's start as an offset from
+// its step's start, and its length, as medians over the steps, earliest
+// first; a span outside every step is left out.
+TEST(StepTraceTest, TheTimelinePutsEachSpanAtItsOffsetInTheStep) {
+  std::vector<std::string> paths;
+  // The worker runs the master: steps at 0 and 20 us, of 10 us each.
+  paths.push_back(TracePath("timeline_worker"));
+  SetProcessName("/job:worker/replica:0/task:0");
+  Start(paths.back(), 100);
+  RecordSpan("step", "step", 0, 10000);
+  RecordSpan("step", "step", 20000, 30000);
+  RecordSpan("op", "forward", 3000, 7000);
+  RecordSpan("op", "forward", 23000, 29000);
+  ASSERT_TRUE(Stop().ok());
+  // The ps starts 1 and 2 us into the steps; one span lies between them.
+  paths.push_back(TracePath("timeline_ps"));
+  SetProcessName("/job:ps/replica:0/task:0");
+  Start(paths.back(), 100);
+  RecordSpan("op", "update", 1000, 2000);
+  RecordSpan("op", "update", 22000, 23000);
+  RecordSpan("op", "between steps", 15000, 16000);
+  ASSERT_TRUE(Stop().ok());
+  {
+    // As if written by another process (tasks are told apart by pid).
+    nlohmann::json ps = ReadTrace(paths.back());
+    ASSERT_FALSE(ps.is_discarded());
+    for (auto& event : ps["traceEvents"]) {
+      event["pid"] = event["pid"].get<int64_t>() + 1;
+    }
+    std::ofstream(paths.back()) << ps.dump();
+  }
+  const std::string table_path = TracePath("timeline") + ".txt";
+  const std::string command = absl::StrCat(
+      "/usr/bin/python3 " DISTFLOW_SOURCE_DIR
+      "/tools/merge_traces.py --timeline ",
+      paths[0], " ", paths[1], " > ", table_path);
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(table_path);
+  const std::string table((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_THAT(table, HasSubstr("2 steps of /job:worker/replica:0/task:0, "
+                               "median length 10.0 us"));
+  // update: starts 1.5 us in, lasts 1 us; forward: 3 us in, lasts 5 us.
+  const size_t update = table.find("1.5       1.0      2  update");
+  const size_t forward = table.find("3.0       5.0      2  forward");
+  EXPECT_NE(update, std::string::npos) << table;
+  EXPECT_NE(forward, std::string::npos) << table;
+  EXPECT_LT(update, forward) << table;
+  EXPECT_THAT(table, Not(HasSubstr("between steps")));
+  for (const std::string& p : paths) std::remove(p.c_str());
+  std::remove(table_path.c_str());
 }
 
 }  // namespace
