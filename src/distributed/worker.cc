@@ -459,8 +459,8 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
     const absl::string_view sender_device =
         absl::string_view(*pushed->key).substr(0, pushed->key->find(';'));
     std::string sender = TaskOfDevice(std::string(sender_device));
-    pushed->from_master = !step->master_task.empty() &&
-                          sender == step->master_task;
+    pushed->from_master =
+        !step->master_task.empty() && sender == step->master_task;
     if (!step->claimed) {
       ++step->pushed_tensors;
       step->pushed_bytes += pushed->bytes;

@@ -87,8 +87,8 @@ TEST(SliceTest, OnlyASliceOfAVectorIsCheap) {
   Output of_unknown = ops::Slice(s, unknown, {0}, {1});
   ASSERT_TRUE(s.ok()) << s.status();
   auto expensive = [](const Output& slice) {
-    auto kernel = KernelRegistry::Global()->CreateKernel(*slice.node(),
-                                                         nullptr, "CPU");
+    auto kernel =
+        KernelRegistry::Global()->CreateKernel(*slice.node(), nullptr, "CPU");
     EXPECT_TRUE(kernel.ok()) << kernel.status();
     return kernel.ok() && (*kernel)->IsExpensive();
   };

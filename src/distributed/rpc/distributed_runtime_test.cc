@@ -444,15 +444,17 @@ bool RunsAStep(GrpcServer* server) {
   return !server->worker()->IdleFor(absl::ZeroDuration());
 }
 
-// Registers on the ps a graph that waits for a tensor from the worker that is
-// never sent, and returns its handle.
-std::string RegisterGraphThatWaits(GrpcServer* ps) {
+// Registers on the ps a graph that waits for tensor `tensor_name` from the
+// worker and fetches it, as registered by the master of `master_task` (none
+// when empty), and returns its handle.
+std::string RegisterGraphThatWaits(Worker* ps, const std::string& tensor_name,
+                                   const std::string& master_task) {
   proto::RegisterGraphRequest reg;
   proto::NodeDef* recv = reg.mutable_graph()->add_node();
   recv->set_name("recv");
   recv->set_op("_Recv");
   (*recv->mutable_attr())["tensor_type"] = MakeAttr(DataType::kFloat);
-  (*recv->mutable_attr())["tensor_name"] = MakeAttr("never_sent:0");
+  (*recv->mutable_attr())["tensor_name"] = MakeAttr(tensor_name);
   (*recv->mutable_attr())["send_device"] = MakeAttr(kWorkerDevice);
   (*recv->mutable_attr())["recv_device"] = MakeAttr(kPsDevice);
   proto::NodeDef* retval = reg.mutable_graph()->add_node();
@@ -461,12 +463,21 @@ std::string RegisterGraphThatWaits(GrpcServer* ps) {
   retval->add_input("recv");
   (*retval->mutable_attr())["T"] = MakeAttr(DataType::kFloat);
   (*retval->mutable_attr())["index"] = MakeAttr(int64_t{0});
+  if (!master_task.empty()) {
+    reg.set_master_task(master_task);
+    reg.set_master_incarnation("1");
+  }
   proto::RegisterGraphResponse reg_response;
   absl::Status reg_status = absl::UnknownError("not called");
-  ps->worker()->RegisterGraphAsync(
-      &reg, &reg_response, [&](const absl::Status& s) { reg_status = s; });
+  ps->RegisterGraphAsync(&reg, &reg_response,
+                         [&](const absl::Status& s) { reg_status = s; });
   EXPECT_TRUE(reg_status.ok()) << reg_status;
   return reg_response.graph_handle();
+}
+
+// A graph that waits on the ps for a tensor that the worker never sends.
+std::string RegisterGraphThatWaits(GrpcServer* ps) {
+  return RegisterGraphThatWaits(ps->worker(), "never_sent:0", "");
 }
 
 // A tensor pushed by the task whose master runs the step is answered before
@@ -480,31 +491,11 @@ TEST(DistributedRuntimeTest, APushFromTheStepsMasterIsAnsweredFirst) {
   for (const bool from_master : {true, false}) {
     // The ps's partition ends with the pushed tensor: its work runs on the
     // thread that delivers it.
-    proto::RegisterGraphRequest reg;
-    proto::NodeDef* recv = reg.mutable_graph()->add_node();
-    recv->set_name("recv");
-    recv->set_op("_Recv");
-    (*recv->mutable_attr())["tensor_type"] = MakeAttr(DataType::kFloat);
-    (*recv->mutable_attr())["tensor_name"] = MakeAttr("x:0");
-    (*recv->mutable_attr())["send_device"] = MakeAttr(kWorkerDevice);
-    (*recv->mutable_attr())["recv_device"] = MakeAttr(kPsDevice);
-    proto::NodeDef* retval = reg.mutable_graph()->add_node();
-    retval->set_name("out");
-    retval->set_op("_Retval");
-    retval->add_input("recv");
-    (*retval->mutable_attr())["T"] = MakeAttr(DataType::kFloat);
-    (*retval->mutable_attr())["index"] = MakeAttr(int64_t{0});
-    reg.set_master_task(from_master ? master : "/job:worker/replica:0/task:1");
-    reg.set_master_incarnation("1");
-    proto::RegisterGraphResponse reg_response;
-    absl::Status reg_status = absl::UnknownError("not called");
-    ps->RegisterGraphAsync(&reg, &reg_response,
-                           [&](const absl::Status& s) { reg_status = s; });
-    ASSERT_TRUE(reg_status.ok()) << reg_status;
-
+    const std::string handle = RegisterGraphThatWaits(
+        ps, "x:0", from_master ? master : "/job:worker/replica:0/task:1");
     const int64_t step = from_master ? 91 : 92;
     proto::RunGraphRequest run;
-    run.set_graph_handle(reg_response.graph_handle());
+    run.set_graph_handle(handle);
     run.set_step_id(step);
     run.set_num_fetches(1);
     proto::RunGraphResponse run_response;
@@ -518,8 +509,9 @@ TEST(DistributedRuntimeTest, APushFromTheStepsMasterIsAnsweredFirst) {
       ended.Notify();
     });
     absl::Notification answered;
-    ps->PushTensorAsync(step, MakeRendezvousKey(kWorkerDevice, kPsDevice, "x:0"),
-                        Tensor::Scalar<float>(3), [&](const absl::Status& s) {
+    const std::string key = MakeRendezvousKey(kWorkerDevice, kPsDevice, "x:0");
+    ps->PushTensorAsync(step, key, Tensor::Scalar<float>(3),
+                        [&](const absl::Status& s) {
                           EXPECT_TRUE(s.ok()) << s;
                           absl::MutexLock lock(&mu);
                           order.push_back("push answered");
@@ -531,7 +523,8 @@ TEST(DistributedRuntimeTest, APushFromTheStepsMasterIsAnsweredFirst) {
     const std::vector<std::string> want =
         from_master ? std::vector<std::string>{"push answered", "step ended"}
                     : std::vector<std::string>{"step ended", "push answered"};
-    EXPECT_EQ(order, want) << (from_master ? "from the master" : "from another task");
+    EXPECT_EQ(order, want) << (from_master ? "from the master"
+                                           : "from another task");
   }
 }
 
