@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <utility>
@@ -97,7 +98,11 @@ class Executor::StepState {
     for (int id : ready) {
       const NodeItem& item = executor_->items_[id];
       if (!item.expensive) {
-        queue->push_back(id);
+        if (item.leads_to_send) {
+          queue->push_front(id);
+        } else {
+          queue->push_back(id);
+        }
       } else if (*queued_expensive == 0) {
         queue->push_back(id);
         ++*queued_expensive;
@@ -296,7 +301,37 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     if (item.initial_pending == 0) executor->roots_.push_back(node->id());
   }
   executor->total_inputs_ = slot;
+  executor->MarkSendAncestors();
+  // The step starts with what its sends need: on a ps, the reads of the
+  // variables that the workers wait for come before the constants of the
+  // updates (docs/benchmarks.md, "A caller that polls for its step's
+  // answer").
+  std::stable_partition(executor->roots_.begin(), executor->roots_.end(),
+                        [&executor](int id) {
+                          return executor->items_[id].leads_to_send;
+                        });
   return executor;
+}
+
+void Executor::MarkSendAncestors() {
+  std::vector<const Node*> stack;
+  for (NodeItem& item : items_) {
+    if (item.node->op() != "_Send") continue;
+    item.leads_to_send = true;
+    stack.push_back(item.node);
+  }
+  while (!stack.empty()) {
+    const Node* node = stack.back();
+    stack.pop_back();
+    auto visit = [&](const Node* input) {
+      NodeItem& item = items_[input->id()];
+      if (item.leads_to_send) return;
+      item.leads_to_send = true;
+      stack.push_back(input);
+    };
+    for (const Endpoint& input : node->inputs()) visit(input.node);
+    for (const Node* input : node->control_inputs()) visit(input);
+  }
 }
 
 void Executor::RunAsync(const RunArgs& args,

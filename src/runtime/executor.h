@@ -85,9 +85,14 @@ class Executor {
     int input_start =
         0;  // first slot of this node's inputs in a step's input array
     int initial_pending = 0;  // data + control inputs
+    // Whether a _Send depends on it: such cheap nodes run before other
+    // cheap ones that are ready with them (another task waits for the send).
+    bool leads_to_send = false;
   };
 
   Executor(std::unique_ptr<const Graph> graph, const Options& options);
+  // Sets leads_to_send on each _Send and every node that one depends on.
+  void MarkSendAncestors();
 
   std::unique_ptr<const Graph> graph_;
   Options options_;

@@ -23,6 +23,7 @@
 #include "kernels/kernel_registry.h"
 #include "runtime/call_frame.h"
 #include "runtime/device.h"
+#include "runtime/rendezvous.h"
 
 namespace distflow {
 namespace {
@@ -32,6 +33,7 @@ using ::testing::HasSubstr;
 constexpr char kBarrierOp[] = "TestRendezvousBarrier";
 constexpr char kBlockerOp[] = "TestBlockUntilCancelled";
 constexpr char kAwaitBlockerOp[] = "TestAwaitBlockerStarted";
+constexpr char kRecordOp[] = "TestRecordOrder";
 constexpr absl::Duration kTimeout = absl::Seconds(10);
 
 // State shared by the test kernels (tests run one at a time; SetUp resets it).
@@ -40,6 +42,7 @@ struct TestSync {
   int arrived = 0;           // barrier kernels waiting for their partner
   int64_t generation = 0;    // barrier rounds completed
   int blockers_started = 0;  // blocker kernels started and not yet awaited
+  std::vector<std::string> ran;  // the record kernels, in the order they ran
 };
 TestSync& Sync() {
   static TestSync* sync = new TestSync();
@@ -113,9 +116,28 @@ class AwaitBlockerKernel : public OpKernel {
   }
 };
 
+// A cheap kernel that notes its node's name when it runs.
+class RecordOrderKernel : public OpKernel {
+ public:
+  explicit RecordOrderKernel(OpKernelConstruction* ctx)
+      : OpKernel(ctx), name_(ctx->node().name()) {}
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    {
+      absl::MutexLock lock(&Sync().mu);
+      Sync().ran.push_back(name_);
+    }
+    ctx->set_output(0, Tensor::Scalar<int32_t>(1));
+  }
+
+ private:
+  const std::string name_;
+};
+
 void RegisterTestOps() {
   static const bool registered = [] {
-    for (const char* op : {kBarrierOp, kBlockerOp, kAwaitBlockerOp}) {
+    for (const char* op :
+         {kBarrierOp, kBlockerOp, kAwaitBlockerOp, kRecordOp}) {
       OpDefBuilder b(op);
       b.Output("out", DataType::kInt32)
           .Stateful()
@@ -127,6 +149,7 @@ void RegisterTestOps() {
     RegisterCpuKernel<BlockerKernel>(KernelRegistry::Global(), kBlockerOp);
     RegisterCpuKernel<AwaitBlockerKernel>(KernelRegistry::Global(),
                                           kAwaitBlockerOp);
+    RegisterCpuKernel<RecordOrderKernel>(KernelRegistry::Global(), kRecordOp);
     return true;
   }();
   (void)registered;
@@ -152,6 +175,7 @@ class ExecutorTest : public ::testing::Test {
     absl::MutexLock lock(&Sync().mu);
     Sync().arrived = 0;
     Sync().blockers_started = 0;
+    Sync().ran.clear();
   }
   Scope root_ = Scope::NewRootScope();
 };
@@ -387,6 +411,31 @@ TEST_F(DirectExecutorTest, BarrierOpsRunInParallelOnThePool) {
   ASSERT_TRUE(executor);
   RunCallFrame frame({}, 2);
   EXPECT_TRUE(executor->Run(Args(&frame)).ok());
+}
+
+// Of the cheap nodes ready together, those that a _Send needs run first:
+// another task waits for what is sent (a ps's variable reads before the
+// constants of its updates).
+TEST_F(DirectExecutorTest, CheapNodesThatASendNeedsRunFirst) {
+  const std::string device = device_.name();
+  Output kept = TestOp(root_, kRecordOp, "kept");
+  Output sent = TestOp(root_, kRecordOp, "sent");
+  Operation send =
+      NodeBuilder(root_.WithOpName("send"), "_Send", "send")
+          .Input(sent)
+          .Attr("tensor_name", "sent:0")
+          .Attr("send_device", device)
+          .Attr("recv_device", device)
+          .Finalize();
+  auto executor = Make({{}, {kept.name()}, {send.node()->name()}});
+  ASSERT_TRUE(executor);
+  LocalRendezvous rendezvous;
+  RunCallFrame frame({}, 1);
+  Executor::RunArgs args = Args(&frame);
+  args.rendezvous = &rendezvous;
+  ASSERT_TRUE(executor->Run(args).ok());
+  absl::MutexLock lock(&Sync().mu);
+  EXPECT_EQ(Sync().ran, (std::vector<std::string>{"sent", "kept"}));
 }
 
 TEST_F(DirectExecutorTest, CancelledBeforeRunIsCancelled) {
