@@ -162,24 +162,30 @@ TEST(StepTraceTest, TracesOfSeveralTasksMergeIntoOne) {
 // its step's start, and its length, as medians over the steps, earliest
 // first; a span outside every step is left out.
 TEST(StepTraceTest, TheTimelinePutsEachSpanAtItsOffsetInTheStep) {
+  struct Span {
+    const char* category;
+    const char* name;
+    int64_t start_ns, end_ns;
+  };
   std::vector<std::string> paths;
+  auto write = [&paths](const char* task, const std::vector<Span>& spans) {
+    paths.push_back(TracePath(absl::StrCat("timeline_", paths.size())));
+    SetProcessName(task);
+    Start(paths.back(), 100);
+    for (const Span& s : spans) {
+      RecordSpan(s.category, s.name, s.start_ns, s.end_ns);
+    }
+    EXPECT_TRUE(Stop().ok());
+  };
   // The worker runs the master: steps at 0 and 20 us, of 10 us each.
-  paths.push_back(TracePath("timeline_worker"));
-  SetProcessName("/job:worker/replica:0/task:0");
-  Start(paths.back(), 100);
-  RecordSpan("step", "step", 0, 10000);
-  RecordSpan("step", "step", 20000, 30000);
-  RecordSpan("op", "forward", 3000, 7000);
-  RecordSpan("op", "forward", 23000, 29000);
-  ASSERT_TRUE(Stop().ok());
+  write("/job:worker/replica:0/task:0", {{"step", "step", 0, 10000},
+                                         {"step", "step", 20000, 30000},
+                                         {"op", "forward", 3000, 7000},
+                                         {"op", "forward", 23000, 29000}});
   // The ps starts 1 and 2 us into the steps; one span lies between them.
-  paths.push_back(TracePath("timeline_ps"));
-  SetProcessName("/job:ps/replica:0/task:0");
-  Start(paths.back(), 100);
-  RecordSpan("op", "update", 1000, 2000);
-  RecordSpan("op", "update", 22000, 23000);
-  RecordSpan("op", "between steps", 15000, 16000);
-  ASSERT_TRUE(Stop().ok());
+  write("/job:ps/replica:0/task:0", {{"op", "update", 1000, 2000},
+                                     {"op", "update", 22000, 23000},
+                                     {"op", "between steps", 15000, 16000}});
   {
     // As if written by another process (tasks are told apart by pid).
     nlohmann::json ps = ReadTrace(paths.back());

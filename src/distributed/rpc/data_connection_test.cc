@@ -211,6 +211,16 @@ struct Outcome {
   }
 };
 
+// Starts a RunGraph of step `step_id` (no graph, no feeds) on `connection`:
+// its answer goes to `response` and `outcome`. Whether the connection took it.
+bool StartStep(DataConnection& connection, int64_t step_id,
+               absl::Duration deadline, proto::RunGraphResponse* response,
+               Outcome* outcome) {
+  proto::RunGraphRequest request;
+  request.set_step_id(step_id);
+  return connection.RunGraph(request, response, deadline, outcome->Callback());
+}
+
 std::unique_ptr<DataConnection> ConnectTo(DataListener* listener,
                                           uint64_t token) {
   return std::make_unique<DataConnection>(
@@ -363,13 +373,10 @@ TEST(DataConnectionTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
 TEST(DataConnectionTest, ATaskThatStopsAnsweringIsFoundByPings) {
   SilentTask task;
   DataConnection& connection = *task.connection;
-  proto::RunGraphRequest request;
-  request.set_step_id(3);
   proto::RunGraphResponse response;
   Outcome outcome;
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(connection.RunGraph(request, &response, absl::Hours(1),
-                                  outcome.Callback()));
+  ASSERT_TRUE(StartStep(connection, 3, absl::Hours(1), &response, &outcome));
   ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(12));
   EXPECT_TRUE(absl::IsUnavailable(outcome.status)) << outcome.status;
@@ -578,12 +585,10 @@ TEST(DataConnectionTest, ACallThatKeepsItsReadingThreadLeavesTheRestServed) {
   receiver.Busy(8, absl::Seconds(9));
   auto connection = ConnectTo(receiver.listener());
   ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
-  proto::RunGraphRequest request;
-  request.set_step_id(8);
   proto::RunGraphResponse response;
   Outcome long_step;
-  ASSERT_TRUE(connection->RunGraph(request, &response, absl::Minutes(1),
-                                   long_step.Callback()));
+  ASSERT_TRUE(
+      StartStep(*connection, 8, absl::Minutes(1), &response, &long_step));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   Outcome push;
   const auto start = std::chrono::steady_clock::now();
@@ -606,10 +611,7 @@ std::unique_ptr<DataConnection> ConnectedWithHeldStep(
   receiver->Hold(absl::StrCat("step ", step_id));
   auto connection = ConnectTo(receiver->listener());
   EXPECT_EQ(Settled(*connection), DataConnection::State::kReady);
-  proto::RunGraphRequest request;
-  request.set_step_id(step_id);
-  EXPECT_TRUE(connection->RunGraph(request, response, deadline,
-                                   outcome->Callback()));
+  EXPECT_TRUE(StartStep(*connection, step_id, deadline, response, outcome));
   return connection;
 }
 
@@ -632,12 +634,10 @@ TEST(DataConnectionTest, AStepAnsweredLongAfterItsPushIsStillRead) {
   EXPECT_FALSE(step.done.HasBeenNotified());
   receiver.AnswerHeld();
   EXPECT_EQ(step.Wait(), absl::OkStatus());
-  proto::RunGraphRequest next;
-  next.set_step_id(13);
   proto::RunGraphResponse next_response;
   Outcome next_step;
-  ASSERT_TRUE(connection->RunGraph(next, &next_response, absl::Seconds(10),
-                                   next_step.Callback()));
+  ASSERT_TRUE(StartStep(*connection, 13, absl::Seconds(10), &next_response,
+                        &next_step));
   EXPECT_EQ(next_step.Wait(), absl::OkStatus());
   EXPECT_EQ(next_response.fetch_size(), 1);
   EXPECT_EQ(connection->answered(), 3);
