@@ -295,7 +295,8 @@ void Worker::AbortStepAsync(const proto::AbortStepRequest* request,
 void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
                              const Tensor& value, StatusCallback done) {
   absl::Status status;
-  PushedTensor pushed{&key, static_cast<int64_t>(value.TotalBytes())};
+  PushedTensor pushed{TaskOfDevice(key.substr(0, key.find(';'))),
+                      static_cast<int64_t>(value.TotalBytes())};
   std::shared_ptr<Step> step = FindOrCreateStep(step_id, &pushed, &status);
   if (step == nullptr) {
     done(status);
@@ -456,15 +457,12 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
       step->master_task = master_task;
       return;
     }
-    const absl::string_view sender_device =
-        absl::string_view(*pushed->key).substr(0, pushed->key->find(';'));
-    std::string sender = TaskOfDevice(std::string(sender_device));
     pushed->from_master =
-        !step->master_task.empty() && sender == step->master_task;
+        !step->master_task.empty() && pushed->sender == step->master_task;
     if (!step->claimed) {
       ++step->pushed_tensors;
       step->pushed_bytes += pushed->bytes;
-      step->senders.insert(std::move(sender));
+      step->senders.insert(pushed->sender);
     }
   };
   absl::MutexLock lock(&mu_);

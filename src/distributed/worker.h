@@ -132,7 +132,8 @@ class Worker : public WorkerInterface {
   // A tensor pushed for a step, as recorded while no RunGraph has claimed
   // the step.
   struct PushedTensor {
-    const std::string* key;
+    // The task that pushed it (parsed before the lock is taken).
+    std::string sender;
     int64_t bytes;
     // Set: whether the step's master runs on the task that pushed it.
     bool from_master = false;
