@@ -81,7 +81,7 @@ class Executor::StepState {
       return;
     }
     outstanding_.store(static_cast<int>(roots.size()));
-    std::deque<int> queue;
+    std::deque<Queued> queue;
     // Counting one expensive node as queued here already sends the others
     // to the runner (see Dispatch).
     int queued_expensive = cheap_only ? 1 : 0;
@@ -90,39 +90,46 @@ class Executor::StepState {
   }
 
  private:
+  // A node waiting in this thread's queue, and whether it went there as
+  // an expensive one (its estimate may change before it runs).
+  struct Queued {
+    int id;
+    bool expensive;
+  };
+
   // Sends ready nodes to run: cheap ones on this thread; the first expensive
   // one too unless one is already queued here; further expensive ones to the
   // pool, so independent work runs in parallel.
-  void Dispatch(const std::vector<int>& ready, std::deque<int>* queue,
+  void Dispatch(const std::vector<int>& ready, std::deque<Queued>* queue,
                 int* queued_expensive) {
     for (int id : ready) {
       const NodeItem& item = executor_->items_[id];
-      if (!item.expensive) {
+      if (!executor_->IsExpensive(id)) {
         if (item.leads_to_send) {
-          queue->push_front(id);
+          queue->push_front({id, false});
         } else {
-          queue->push_back(id);
+          queue->push_back({id, false});
         }
       } else if (*queued_expensive == 0) {
-        queue->push_back(id);
+        queue->push_back({id, true});
         ++*queued_expensive;
       } else {
         args_.runner->Schedule([this, id] {
-          std::deque<int> q = {id};
+          std::deque<Queued> q = {{id, true}};
           RunQueue(&q, 1);
         });
       }
     }
   }
 
-  void RunQueue(std::deque<int>* queue, int queued_expensive) {
+  void RunQueue(std::deque<Queued>* queue, int queued_expensive) {
     // Kernels run on whatever thread drives the queue (a session's caller, an
     // RPC thread); none of them should pay for denormal floats.
     ScopedFlushDenormal flush_denormals;
     while (!queue->empty()) {
-      const int id = queue->front();
+      const auto [id, expensive] = queue->front();
       queue->pop_front();
-      if (executor_->items_[id].expensive) --queued_expensive;
+      if (expensive) --queued_expensive;
       const NodeItem& item = executor_->items_[id];
       if (item.kernel->AsAsync() != nullptr && !abort_->aborted.load()) {
         RunAsyncNode(id);  // continues on the kernel's completion
@@ -153,7 +160,12 @@ class Executor::StepState {
                                 item.node->num_inputs()));
     OpKernelContext ctx(Params(&inputs), item.kernel->num_outputs());
     const int64_t start_ns = trace::SpanStart();
+    // (Only a kernel that says it is expensive can turn out not to be.)
+    const int64_t timed_from = item.expensive ? trace::NowNanos() : 0;
     item.kernel->Compute(&ctx);
+    if (item.expensive) {
+      executor_->RecordRunTime(id, trace::NowNanos() - timed_from);
+    }
     trace::EndSpan("op", item.node->name(), start_ns);
     Propagate(item, &ctx, ready);
   }
@@ -181,7 +193,7 @@ class Executor::StepState {
         Finish();
         return;
       }
-      std::deque<int> queue;
+      std::deque<Queued> queue;
       int queued_expensive = 0;
       Dispatch(ready, &queue, &queued_expensive);
       RunQueue(&queue, queued_expensive);
@@ -301,6 +313,9 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     if (item.initial_pending == 0) executor->roots_.push_back(node->id());
   }
   executor->total_inputs_ = slot;
+  executor->run_ns_ =
+      std::make_unique<std::atomic<int64_t>[]>(g.num_nodes());
+  for (int i = 0; i < g.num_nodes(); ++i) executor->run_ns_[i].store(-1);
   executor->MarkSendAncestors();
   // The step starts with what its sends need: on a ps, the reads of the
   // variables that the workers wait for come before the constants of the
@@ -332,6 +347,20 @@ void Executor::MarkSendAncestors() {
     for (const Endpoint& input : node->inputs()) visit(input.node);
     for (const Node* input : node->control_inputs()) visit(input);
   }
+}
+
+bool Executor::IsExpensive(int id) const {
+  if (!items_[id].expensive) return false;
+  const int64_t ns = run_ns_[id].load(std::memory_order_relaxed);
+  return ns < 0 || ns >= kHandOverNs;
+}
+
+void Executor::RecordRunTime(int id, int64_t ns) const {
+  // (Steps that record at once may lose one of their figures: an estimate
+  // needs no more.)
+  const int64_t old = run_ns_[id].load(std::memory_order_relaxed);
+  run_ns_[id].store(old < 0 ? ns : old + (ns - old) / 8,
+                    std::memory_order_relaxed);
 }
 
 void Executor::RunAsync(const RunArgs& args,

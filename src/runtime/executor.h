@@ -9,6 +9,7 @@
 #ifndef DISTFLOW_RUNTIME_EXECUTOR_H_
 #define DISTFLOW_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -75,12 +76,18 @@ class Executor {
   const Graph& graph() const { return *graph_; }
 
   static constexpr int64_t kSmallStepElements = 4096;
+  // Kernels that have lately been running for less than this are run on the
+  // thread that finds them ready (see IsExpensive).
+  static constexpr int64_t kHandOverNs = 20'000;
 
  private:
   class StepState;
   struct NodeItem {
     const Node* node = nullptr;
     std::unique_ptr<OpKernel> kernel;
+    // What the kernel says (OpKernel::IsExpensive); whether a step treats
+    // the node as expensive also depends on how long it has been taking
+    // (see IsExpensive below).
     bool expensive = true;
     int input_start =
         0;  // first slot of this node's inputs in a step's input array
@@ -94,9 +101,24 @@ class Executor {
   // Sets leads_to_send on each _Send and every node that one depends on.
   void MarkSendAncestors();
 
+  // Whether a step hands node `id` to the runner when other work is ready
+  // with it: its kernel says it is expensive, and it has not been running
+  // in less than kHandOverNs lately. Handing a node to another thread costs
+  // more than running a short one here: a wake-up on another core takes the
+  // waking thread about 15 us on a virtual machine, and the woken thread
+  // starts 20-40 us later (docs/benchmarks.md, "Short kernels run where they
+  // become ready"). Before its first run a node is taken at its word.
+  bool IsExpensive(int id) const;
+  // Folds the `ns` that node `id`'s kernel just took into its running
+  // estimate (an average that gives the latest run an eighth).
+  void RecordRunTime(int id, int64_t ns) const;
+
   std::unique_ptr<const Graph> graph_;
   Options options_;
   std::vector<NodeItem> items_;  // by node id
+  // Each node's estimated run time in ns (-1 before it has run), by node
+  // id; steps that run at once share it.
+  std::unique_ptr<std::atomic<int64_t>[]> run_ns_;
   std::vector<int> roots_;
   int total_inputs_ = 0;
   // Every output's shape is known and small (see RunAsync).

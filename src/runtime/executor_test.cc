@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,6 +35,8 @@ constexpr char kBarrierOp[] = "TestRendezvousBarrier";
 constexpr char kBlockerOp[] = "TestBlockUntilCancelled";
 constexpr char kAwaitBlockerOp[] = "TestAwaitBlockerStarted";
 constexpr char kRecordOp[] = "TestRecordOrder";
+constexpr char kQuickOp[] = "TestQuickButCalledExpensive";
+constexpr char kSlowOp[] = "TestSlowAndCalledExpensive";
 constexpr absl::Duration kTimeout = absl::Seconds(10);
 
 // State shared by the test kernels (tests run one at a time; SetUp resets it).
@@ -43,6 +46,8 @@ struct TestSync {
   int64_t generation = 0;    // barrier rounds completed
   int blockers_started = 0;  // blocker kernels started and not yet awaited
   std::vector<std::string> ran;  // the record kernels, in the order they ran
+  // The thread each quick or slow kernel last ran on, by node name.
+  std::map<std::string, std::thread::id> ran_on;
 };
 TestSync& Sync() {
   static TestSync* sync = new TestSync();
@@ -134,10 +139,31 @@ class RecordOrderKernel : public OpKernel {
   const std::string name_;
 };
 
+// Notes the thread it runs on; says it is expensive (OpKernel's default)
+// and takes `kRunMicros` microseconds.
+template <int64_t kRunMicros>
+class RecordThreadKernel : public OpKernel {
+ public:
+  explicit RecordThreadKernel(OpKernelConstruction* ctx)
+      : OpKernel(ctx), name_(ctx->node().name()) {}
+  void Compute(OpKernelContext* ctx) override {
+    absl::SleepFor(absl::Microseconds(kRunMicros));
+    {
+      absl::MutexLock lock(&Sync().mu);
+      Sync().ran_on[name_] = std::this_thread::get_id();
+    }
+    ctx->set_output(0, Tensor::Scalar<int32_t>(1));
+  }
+
+ private:
+  const std::string name_;
+};
+
 void RegisterTestOps() {
   static const bool registered = [] {
     for (const char* op :
-         {kBarrierOp, kBlockerOp, kAwaitBlockerOp, kRecordOp}) {
+         {kBarrierOp, kBlockerOp, kAwaitBlockerOp, kRecordOp, kQuickOp,
+          kSlowOp}) {
       OpDefBuilder b(op);
       b.Output("out", DataType::kInt32)
           .Stateful()
@@ -150,6 +176,10 @@ void RegisterTestOps() {
     RegisterCpuKernel<AwaitBlockerKernel>(KernelRegistry::Global(),
                                           kAwaitBlockerOp);
     RegisterCpuKernel<RecordOrderKernel>(KernelRegistry::Global(), kRecordOp);
+    RegisterCpuKernel<RecordThreadKernel<0>>(KernelRegistry::Global(),
+                                             kQuickOp);
+    RegisterCpuKernel<RecordThreadKernel<2000>>(KernelRegistry::Global(),
+                                                kSlowOp);
     return true;
   }();
   (void)registered;
@@ -176,6 +206,7 @@ class ExecutorTest : public ::testing::Test {
     Sync().arrived = 0;
     Sync().blockers_started = 0;
     Sync().ran.clear();
+    Sync().ran_on.clear();
   }
   Scope root_ = Scope::NewRootScope();
 };
@@ -436,6 +467,40 @@ TEST_F(DirectExecutorTest, CheapNodesThatASendNeedsRunFirst) {
   ASSERT_TRUE(executor->Run(args).ok());
   absl::MutexLock lock(&Sync().mu);
   EXPECT_EQ(Sync().ran, (std::vector<std::string>{"sent", "kept"}));
+}
+
+// A kernel that calls itself expensive goes to the pool when other work is
+// ready with it, until it has shown that it runs in less than
+// Executor::kHandOverNs: from then on it runs on the thread that finds it
+// ready, which is cheaper than a hand-over. One that does take long keeps
+// running beside the others.
+TEST_F(DirectExecutorTest, ExpensiveKernelsThatRunQuicklyStopBeingHandedOver) {
+  for (const char* op : {kQuickOp, kSlowOp}) {
+    SCOPED_TRACE(op);
+    root_ = Scope::NewRootScope();
+    Scope after_start =
+        root_.WithControlDependencies({ops::NoOp(root_.WithOpName("start"))});
+    Output a = TestOp(after_start, op, "a");
+    Output b = TestOp(after_start, op, "b");
+    auto executor = Make({{}, {a.name(), b.name()}, {}});
+    ASSERT_TRUE(executor);
+    auto run_and_count_here = [&] {
+      RunCallFrame frame({}, 2);
+      EXPECT_TRUE(executor->Run(Args(&frame)).ok());
+      absl::MutexLock lock(&Sync().mu);
+      return static_cast<int>(Sync().ran_on["a"] == std::this_thread::get_id()) +
+             static_cast<int>(Sync().ran_on["b"] == std::this_thread::get_id());
+    };
+    EXPECT_EQ(run_and_count_here(), 1) << "one of them went to the pool";
+    if (op == kQuickOp) {
+      // (A run that the machine happened to stall counts for a few steps.)
+      int steps = 1;
+      while (run_and_count_here() != 2 && steps < 100) ++steps;
+      EXPECT_LT(steps, 100) << "the quick kernel kept going to the pool";
+    } else {
+      for (int step = 0; step < 5; ++step) EXPECT_EQ(run_and_count_here(), 1);
+    }
+  }
 }
 
 TEST_F(DirectExecutorTest, CancelledBeforeRunIsCancelled) {
