@@ -121,7 +121,10 @@ class OpKernel {
 
   virtual void Compute(OpKernelContext* ctx) = 0;
   // Cheap kernels run inline on the executor's thread instead of being
-  // scheduled.
+  // scheduled. The executor also runs an expensive kernel inline once it
+  // has shown that it runs quickly (Executor::IsExpensive), so Compute must
+  // never wait for another node of its step: a kernel that waits is an
+  // AsyncOpKernel.
   virtual bool IsExpensive() const { return true; }
   virtual AsyncOpKernel* AsAsync() { return nullptr; }
 
