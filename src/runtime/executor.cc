@@ -313,8 +313,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     if (item.initial_pending == 0) executor->roots_.push_back(node->id());
   }
   executor->total_inputs_ = slot;
-  executor->run_ns_ =
-      std::make_unique<std::atomic<int64_t>[]>(g.num_nodes());
+  executor->run_ns_ = std::make_unique<std::atomic<int64_t>[]>(g.num_nodes());
   for (int i = 0; i < g.num_nodes(); ++i) executor->run_ns_[i].store(-1);
   executor->MarkSendAncestors();
   // The step starts with what its sends need: on a ps, the reads of the

@@ -161,9 +161,8 @@ class RecordThreadKernel : public OpKernel {
 
 void RegisterTestOps() {
   static const bool registered = [] {
-    for (const char* op :
-         {kBarrierOp, kBlockerOp, kAwaitBlockerOp, kRecordOp, kQuickOp,
-          kSlowOp}) {
+    for (const char* op : {kBarrierOp, kBlockerOp, kAwaitBlockerOp, kRecordOp,
+                           kQuickOp, kSlowOp}) {
       OpDefBuilder b(op);
       b.Output("out", DataType::kInt32)
           .Stateful()
@@ -487,9 +486,10 @@ TEST_F(DirectExecutorTest, ExpensiveKernelsThatRunQuicklyStopBeingHandedOver) {
     auto run_and_count_here = [&] {
       RunCallFrame frame({}, 2);
       EXPECT_TRUE(executor->Run(Args(&frame)).ok());
+      const std::thread::id here = std::this_thread::get_id();
       absl::MutexLock lock(&Sync().mu);
-      return static_cast<int>(Sync().ran_on["a"] == std::this_thread::get_id()) +
-             static_cast<int>(Sync().ran_on["b"] == std::this_thread::get_id());
+      return (Sync().ran_on["a"] == here ? 1 : 0) +
+             (Sync().ran_on["b"] == here ? 1 : 0);
     };
     EXPECT_EQ(run_and_count_here(), 1) << "one of them went to the pool";
     if (op == kQuickOp) {
