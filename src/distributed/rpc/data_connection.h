@@ -67,8 +67,8 @@ class DataConnection {
             absl::Duration deadline, StatusCallback&& done);
   using OfferDone = std::function<void(const absl::Status&,
                                        const proto::PushTensorResponse&)>;
-  // Offers a tensor by the same-host path: `header` (SameHostPushHeader)
-  // says where its bytes lie in this process. `pinned` is held until the task
+  // Offers a tensor by the same-host path: `header` (OfferSameHost) says
+  // where its bytes lie in this process. `pinned` is held until the task
   // answers or the connection ends, even past the deadline: the task may be
   // reading the bytes.
   bool Offer(const proto::PushTensorHeader& header,

@@ -555,9 +555,9 @@ TEST(DataConnectionTest, OffersAndSmallPushesTravelOnIt) {
   absl::Notification answered;
   absl::Status status;
   std::string refused;
+  const SameHostOffer offer = OfferSameHost(9, "offered", offered);
   ASSERT_TRUE(connection->Offer(
-      SameHostPushHeader(9, "offered", offered),
-      std::make_shared<const Tensor>(offered), absl::Seconds(10),
+      offer.header, offer.keepalive, absl::Seconds(10),
       [&](const absl::Status& s, const proto::PushTensorResponse& response) {
         status = s;
         refused = response.same_host_refused();

@@ -631,16 +631,17 @@ class GrpcRemoteWorker : public WorkerInterface {
         PushBytes(step_id, key, *pinned, std::move(done));
       }
     };
+    const SameHostOffer offer = OfferSameHost(step_id, key, value);
     if (std::shared_ptr<DataConnection> data = ReadyDataConnection()) {
       // (A call that is not sent leaves `answered` as it was.)
-      if (data->Offer(SameHostPushHeader(step_id, key, value), pinned,
+      if (data->Offer(offer.header, offer.keepalive,
                       absl::Milliseconds(deadlines_.step_ms),
                       std::move(answered))) {
         return;
       }
     }
-    Push(EncodeSameHostPush(step_id, key, value), /*whole=*/true,
-         std::move(answered), pinned);
+    Push(EncodeSameHostPush(offer), /*whole=*/true, std::move(answered),
+         offer.keepalive);
   }
 
   std::shared_ptr<grpc::ClientContext> StartTracked(int64_t deadline_ms,

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/shared_arena.h"
@@ -184,14 +186,56 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
   return messages;
 }
 
-proto::PushTensorHeader SameHostPushHeader(int64_t step_id,
-                                           const std::string& key,
-                                           const Tensor& value) {
-  proto::PushTensorHeader header = PushHeaderFor(step_id, key, value);
-  proto::SameHostTensor* where = header.mutable_same_host();
+namespace {
+
+// Copies the runs of `ranges` that lie outside `arena` and are small enough
+// to have been allocated from it into one new arena buffer, and points
+// `ranges` and `runs` at the copies. Returns the buffer (uninitialized when
+// nothing was copied), which the offer must keep alive.
+Tensor StageSmallRuns(const SharedArena& arena, ByteRanges& ranges,
+                      std::vector<OfferedRange>& runs) {
+  size_t small_bytes = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (runs[i].block < 0 && ranges[i].size() < kMinSharedBlockBytes) {
+      small_bytes += ranges[i].size();
+    }
+  }
+  if (small_bytes == 0) return Tensor();
+  // (A buffer of kMinSharedBlockBytes or more comes from the arena.)
+  Tensor staged = Tensor::Uninitialized(
+      DataType::kUInt8,
+      TensorShape({static_cast<int64_t>(
+          std::max(small_bytes, kMinSharedBlockBytes))}));
+  uint32_t block = 0;
+  uint64_t offset = 0;
+  char* const base = static_cast<char*>(staged.raw_data());
+  if (!arena.Locate(base, staged.TotalBytes(), &block, &offset)) {
+    return Tensor();  // the arena is used up: the receiver copies instead
+  }
+  size_t at = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (runs[i].block >= 0 || ranges[i].size() >= kMinSharedBlockBytes) {
+      continue;
+    }
+    std::memcpy(base + at, ranges[i].data(), ranges[i].size());
+    ranges[i] = absl::Span<const char>(base + at, ranges[i].size());
+    runs[i].block = block;
+    runs[i].arena_offset = offset + at;
+    at += ranges[i].size();
+  }
+  return staged;
+}
+
+}  // namespace
+
+SameHostOffer OfferSameHost(int64_t step_id, const std::string& key,
+                            const Tensor& value) {
+  SameHostOffer offer;
+  offer.header = PushHeaderFor(step_id, key, value);
+  proto::SameHostTensor* where = offer.header.mutable_same_host();
   where->set_host_id(SameHostIdentity());
   where->set_pid(getpid());
-  const ByteRanges ranges = TensorByteRanges(value);
+  ByteRanges ranges = TensorByteRanges(value);
   // Runs in this process's arena can be mapped by the receiver; an offer
   // that has some lists every run, each with its block if it has one.
   const SharedArena* arena = SharedArena::Get();
@@ -205,29 +249,32 @@ proto::PushTensorHeader SameHostPushHeader(int64_t step_id,
       mapped = true;
     }
   }
+  Tensor staged;
+  if (mapped) staged = StageSmallRuns(*arena, ranges, runs);
+  offer.keepalive =
+      std::make_shared<const std::pair<Tensor, Tensor>>(value, staged);
   if (!mapped && ranges.size() == 1) {
     where->set_address(reinterpret_cast<uint64_t>(ranges[0].data()));
-  } else {
-    if (mapped) {
-      where->set_arena_token(arena->token());
-      where->set_arena_fd(arena->fd());
-    }
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      proto::SameHostRange* r = where->add_ranges();
-      r->set_address(reinterpret_cast<uint64_t>(ranges[i].data()));
-      r->set_length(ranges[i].size());
-      if (runs[i].block >= 0) {
-        r->set_arena_block(static_cast<uint32_t>(runs[i].block));
-        r->set_arena_offset(runs[i].arena_offset);
-      }
+    return offer;
+  }
+  if (mapped) {
+    where->set_arena_token(arena->token());
+    where->set_arena_fd(arena->fd());
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    proto::SameHostRange* r = where->add_ranges();
+    r->set_address(reinterpret_cast<uint64_t>(ranges[i].data()));
+    r->set_length(ranges[i].size());
+    if (runs[i].block >= 0) {
+      r->set_arena_block(static_cast<uint32_t>(runs[i].block));
+      r->set_arena_offset(runs[i].arena_offset);
     }
   }
-  return header;
+  return offer;
 }
 
-grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
-                                    const Tensor& value) {
-  grpc::Slice slice = FramedHeaderSlice(SameHostPushHeader(step_id, key, value));
+grpc::ByteBuffer EncodeSameHostPush(const SameHostOffer& offer) {
+  grpc::Slice slice = FramedHeaderSlice(offer.header);
   return grpc::ByteBuffer(&slice, 1);
 }
 

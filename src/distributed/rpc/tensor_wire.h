@@ -87,14 +87,22 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(
     int64_t step_id, const std::string& key, const Tensor& value,
     int64_t chunk_bytes = kDefaultPushChunkBytes);
 
-// The header that offers `value` by the same-host path (where its bytes lie
-// in this process), and the one message that carries it. The caller keeps
-// `value` alive and unchanged until the PushTensor call ends.
-proto::PushTensorHeader SameHostPushHeader(int64_t step_id,
-                                           const std::string& key,
-                                           const Tensor& value);
-grpc::ByteBuffer EncodeSameHostPush(int64_t step_id, const std::string& key,
-                                    const Tensor& value);
+// An offer of a tensor by the same-host path: the header that says where its
+// bytes lie in this process, and what the sender keeps alive until the
+// PushTensor call ends (the tensor, which must stay unchanged, and copies).
+struct SameHostOffer {
+  proto::PushTensorHeader header;
+  std::shared_ptr<const void> keepalive;
+};
+// The offer of `value`. Where some of its parts (a packed transfer's) lie in
+// this process's tensor arena and others are small heap buffers, the small
+// ones are copied together into one arena buffer, so that the receiver maps
+// every part: reading the small ones out of this process instead cost the
+// receiver a system call of 10-13 µs, against about 1 µs per part mapped.
+SameHostOffer OfferSameHost(int64_t step_id, const std::string& key,
+                            const Tensor& value);
+// The one message that carries `offer`.
+grpc::ByteBuffer EncodeSameHostPush(const SameHostOffer& offer);
 
 // Reassembles pushed tensors. Thread-safe.
 class PushAssembler {

@@ -90,7 +90,7 @@ TEST(TensorWireTest, GatheredTensorTravelsFromItsPartsInChunks) {
 // receiver (here this very process) reads them end to end.
 TEST(TensorWireTest, GatheredTensorIsReadFromItsPartsOnOneHost) {
   const Tensor value = GatheredSevens();
-  grpc::ByteBuffer offer = EncodeSameHostPush(4, "k", value);
+  grpc::ByteBuffer offer = EncodeSameHostPush(OfferSameHost(4, "k", value));
   PushAssembler assembler;
   auto out = assembler.Add(offer);
   ASSERT_TRUE(out.ok()) << out.status();
@@ -109,7 +109,7 @@ TEST(TensorWireTest, GatheredTensorIsReadFromItsPartsOnOneHost) {
 TEST(TensorWireTest, SameHostRangesOfTheWrongLengthAreRefused) {
   const Tensor value = GatheredSevens();
   std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(EncodeSameHostPush(5, "bad", value).Dump(&slices).ok());
+  ASSERT_TRUE(EncodeSameHostPush(OfferSameHost(5, "bad", value)).Dump(&slices).ok());
   std::string bytes;
   for (const grpc::Slice& s : slices) {
     bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
