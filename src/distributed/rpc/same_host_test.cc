@@ -212,7 +212,8 @@ Tensor Ramp(int32_t n) {
 // The offer carries no bytes; the receiver's tensor is its own copy.
 TEST(SameHostTest, OfferedTensorIsCopiedOutOfTheSender) {
   Tensor value = Ramp(100'000);
-  grpc::ByteBuffer message = EncodeSameHostPush(OfferSameHost(7, "a;b;v:0", value));
+  grpc::ByteBuffer message =
+      EncodeSameHostPush(OfferSameHost(7, "a;b;v:0", value));
   EXPECT_LT(message.Length(), 1000u);
   PushAssembler assembler(RecvBufferPool::Create(size_t{64} << 20));
   auto out = assembler.Add(message);
@@ -320,8 +321,7 @@ TEST(SameHostTest, PackedOfferMapsEveryMember) {
   Tensor small1 = Ramp(10);
   const Tensor big1 = Ramp(50'000), big2 = Ramp(70'000), small2 = Ramp(3);
   const Tensor small1_before = small1.Copy();
-  auto packed =
-      GatherTensors(DataType::kInt32, {big1, small1, big2, small2});
+  auto packed = GatherTensors(DataType::kInt32, {big1, small1, big2, small2});
   ASSERT_TRUE(packed.ok()) << packed.status();
   const SameHostOffer offer = OfferSameHost(3, "pack", *packed);
   ASSERT_EQ(offer.header.same_host().ranges_size(), 4);
@@ -341,7 +341,8 @@ TEST(SameHostTest, PackedOfferMapsEveryMember) {
     std::optional<Tensor> got = GatheredElements(out->value, at, at + n);
     ASSERT_TRUE(got.has_value()) << "member at " << at;
     EXPECT_TRUE(got->Equals(*member)) << "member at " << at;
-    EXPECT_TRUE(got->buffer()->SharedWithOtherProcesses()) << "member at " << at;
+    EXPECT_TRUE(got->buffer()->SharedWithOtherProcesses())
+        << "member at " << at;
     at += n;
   }
   // Elements across two members are not one part's view.
@@ -394,7 +395,8 @@ TEST(SameHostTest, VariableReadElsewhereIsCopiedBeforeAnUpdate) {
     absl::MutexLock lock(var.mu());
     var.set_value(Ramp(100'000));
     PushAssembler assembler;
-    auto out = assembler.Add(EncodeSameHostPush(OfferSameHost(1, "k", var.value())));
+    auto out =
+        assembler.Add(EncodeSameHostPush(OfferSameHost(1, "k", var.value())));
     ASSERT_TRUE(out.ok()) << out.status();
     received = out->value;
   }

@@ -11,8 +11,8 @@
 #include "base/shared_arena.h"
 #include "base/status_macros.h"
 #include "base/step_trace.h"
-#include "core/tensor_coding.h"
 #include "core/gathered_tensor.h"
+#include "core/tensor_coding.h"
 #include "distributed/rpc/same_host.h"
 
 namespace distflow {
@@ -203,9 +203,8 @@ Tensor StageSmallRuns(const SharedArena& arena, ByteRanges& ranges,
   if (small_bytes == 0) return Tensor();
   // (A buffer of kMinSharedBlockBytes or more comes from the arena.)
   Tensor staged = Tensor::Uninitialized(
-      DataType::kUInt8,
-      TensorShape({static_cast<int64_t>(
-          std::max(small_bytes, kMinSharedBlockBytes))}));
+      DataType::kUInt8, TensorShape({static_cast<int64_t>(
+                            std::max(small_bytes, kMinSharedBlockBytes))}));
   uint32_t block = 0;
   uint64_t offset = 0;
   char* const base = static_cast<char*>(staged.raw_data());

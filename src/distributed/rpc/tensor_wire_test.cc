@@ -109,7 +109,8 @@ TEST(TensorWireTest, GatheredTensorIsReadFromItsPartsOnOneHost) {
 TEST(TensorWireTest, SameHostRangesOfTheWrongLengthAreRefused) {
   const Tensor value = GatheredSevens();
   std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(EncodeSameHostPush(OfferSameHost(5, "bad", value)).Dump(&slices).ok());
+  ASSERT_TRUE(
+      EncodeSameHostPush(OfferSameHost(5, "bad", value)).Dump(&slices).ok());
   std::string bytes;
   for (const grpc::Slice& s : slices) {
     bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
