@@ -40,7 +40,7 @@ class Worker::StepRendezvous : public Rendezvous {
   StepRendezvous(Worker* worker, int64_t step_id)
       : worker_(worker), step_id_(step_id) {}
 
-  void SendAsync(const std::string& key, const Tensor& value,
+  void SendAsync(const std::string& key, Tensor value,
                  SendCallback done) override {
     std::vector<absl::string_view> parts = absl::StrSplit(key, ';');
     if (parts.size() != 3) {
@@ -49,7 +49,7 @@ class Worker::StepRendezvous : public Rendezvous {
       return;
     }
     if (TaskOfDevice(std::string(parts[1])) == worker_->task_name()) {
-      local_.SendAsync(key, value, std::move(done));
+      local_.SendAsync(key, std::move(value), std::move(done));
       return;
     }
     absl::Status aborted = local_.status();
@@ -68,12 +68,12 @@ class Worker::StepRendezvous : public Rendezvous {
   // A value pushed by another task. With `answer_first` the pusher is
   // answered before the value's consumers run (on this thread, often the
   // rest of a partition), not after them.
-  void Deliver(const std::string& key, const Tensor& value, SendCallback done,
+  void Deliver(const std::string& key, Tensor value, SendCallback done,
                bool answer_first) {
     if (answer_first) {
-      local_.SendAsyncAnswerFirst(key, value, std::move(done));
+      local_.SendAsyncAnswerFirst(key, std::move(value), std::move(done));
     } else {
-      local_.SendAsync(key, value, std::move(done));
+      local_.SendAsync(key, std::move(value), std::move(done));
     }
   }
 
@@ -293,7 +293,7 @@ void Worker::AbortStepAsync(const proto::AbortStepRequest* request,
 }
 
 void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
-                             const Tensor& value, StatusCallback done) {
+                             Tensor value, StatusCallback done) {
   absl::Status status;
   PushedTensor pushed{TaskOfDevice(key.substr(0, key.find(';'))),
                       static_cast<int64_t>(value.TotalBytes())};
@@ -307,7 +307,8 @@ void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
   // connection polls for it) while the tensor's consumers run here, such as
   // a ps's updates after the last gradient. Other pushers gain nothing from
   // an early answer, and writing it first would delay the consumers.
-  step->rendezvous->Deliver(key, value, std::move(done), pushed.from_master);
+  step->rendezvous->Deliver(key, std::move(value), std::move(done),
+                            pushed.from_master);
 }
 
 void Worker::ShutdownAsync(const proto::ShutdownRequest* request,

@@ -77,8 +77,8 @@ class Worker : public WorkerInterface {
   void AbortStepAsync(const proto::AbortStepRequest* request,
                       proto::AbortStepResponse* response,
                       StatusCallback done) override;
-  void PushTensorAsync(int64_t step_id, const std::string& key,
-                       const Tensor& value, StatusCallback done) override;
+  void PushTensorAsync(int64_t step_id, const std::string& key, Tensor value,
+                       StatusCallback done) override;
   void ShutdownAsync(const proto::ShutdownRequest* request,
                      proto::ShutdownResponse* response,
                      StatusCallback done) override;

@@ -60,8 +60,10 @@ class WorkerInterface {
                               StatusCallback done) = 0;
   // Delivers `value`, sent under `key` in step `step_id`, to this worker's
   // rendezvous for that step. `done` runs once the worker holds the value.
+  // (By value: a caller that moves its tensor in keeps no reference while
+  // the value's consumers run.)
   virtual void PushTensorAsync(int64_t step_id, const std::string& key,
-                               const Tensor& value, StatusCallback done) = 0;
+                               Tensor value, StatusCallback done) = 0;
   virtual void ShutdownAsync(const proto::ShutdownRequest* request,
                              proto::ShutdownResponse* response,
                              StatusCallback done) = 0;

@@ -22,15 +22,19 @@ namespace distflow {
 class Rendezvous {
  public:
   using SendCallback = std::function<void(const absl::Status&)>;
+  // The value comes by value: a receiver that moves it on leaves the
+  // rendezvous and the sender holding nothing, so that its buffer is freed
+  // (or, for a tensor mapped from another task, given back) as soon as its
+  // last consumer is done with it.
   using RecvCallback =
-      std::function<void(const absl::Status& status, const Tensor& value)>;
+      std::function<void(const absl::Status& status, Tensor value)>;
 
   virtual ~Rendezvous() = default;
 
   // Hands `value` to the receiver of `key`. `done` runs exactly once (possibly
   // before SendAsync returns) when the value is in the receiving side's hands,
   // or with the error that prevented it.
-  virtual void SendAsync(const std::string& key, const Tensor& value,
+  virtual void SendAsync(const std::string& key, Tensor value,
                          SendCallback done) = 0;
   // Calls `done` exactly once with the value sent under `key`, or with the
   // abort status.

@@ -64,9 +64,9 @@ class RecvOp : public AsyncOpKernel {
       return;
     }
     ctx->rendezvous()->RecvAsync(
-        key_, [ctx, done](const absl::Status& s, const Tensor& value) {
+        key_, [ctx, done](const absl::Status& s, Tensor value) {
           if (s.ok()) {
-            ctx->set_output(0, value);
+            ctx->set_output(0, std::move(value));
           } else {
             ctx->SetStatus(s);
           }

@@ -243,6 +243,11 @@ class Executor::StepState {
       if (pending_[dst].fetch_sub(1, std::memory_order_acq_rel) == 1)
         ready->push_back(dst);
     }
+    // The consumers hold the outputs now. An asynchronous node's context
+    // lives on while its successors run on this thread: dropping its
+    // references here frees each buffer once its consumers are done (a
+    // received tensor mapped from another task is given back to it).
+    for (Tensor& out : ctx->outputs()) out = Tensor();
   }
 
   void Abort(const absl::Status& status) {

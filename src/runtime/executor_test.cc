@@ -37,6 +37,7 @@ constexpr char kAwaitBlockerOp[] = "TestAwaitBlockerStarted";
 constexpr char kRecordOp[] = "TestRecordOrder";
 constexpr char kQuickOp[] = "TestQuickButCalledExpensive";
 constexpr char kSlowOp[] = "TestSlowAndCalledExpensive";
+constexpr char kHoldersOp[] = "TestCountHolders";
 constexpr absl::Duration kTimeout = absl::Seconds(10);
 
 // State shared by the test kernels (tests run one at a time; SetUp resets it).
@@ -159,6 +160,16 @@ class RecordThreadKernel : public OpKernel {
   const std::string name_;
 };
 
+// Outputs how many tensors refer to its input's buffer as it runs.
+class CountHoldersKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, Tensor::Scalar<int64_t>(
+                           static_cast<int64_t>(ctx->input(0).buffer().use_count())));
+  }
+};
+
 void RegisterTestOps() {
   static const bool registered = [] {
     for (const char* op : {kBarrierOp, kBlockerOp, kAwaitBlockerOp, kRecordOp,
@@ -170,6 +181,14 @@ void RegisterTestOps() {
       if (!OpRegistry::Global()->Register(std::move(b).Build()).ok())
         std::abort();
     }
+    OpDefBuilder holders(kHoldersOp);
+    holders.Input("in", DataType::kFloat)
+        .Output("out", DataType::kInt64)
+        .SetShapeFn(shape_fns::Scalar);
+    if (!OpRegistry::Global()->Register(std::move(holders).Build()).ok())
+      std::abort();
+    RegisterCpuKernel<CountHoldersKernel>(KernelRegistry::Global(),
+                                          kHoldersOp);
     RegisterCpuKernel<BarrierKernel>(KernelRegistry::Global(), kBarrierOp);
     RegisterCpuKernel<BlockerKernel>(KernelRegistry::Global(), kBlockerOp);
     RegisterCpuKernel<AwaitBlockerKernel>(KernelRegistry::Global(),
@@ -466,6 +485,52 @@ TEST_F(DirectExecutorTest, CheapNodesThatASendNeedsRunFirst) {
   ASSERT_TRUE(executor->Run(args).ok());
   absl::MutexLock lock(&Sync().mu);
   EXPECT_EQ(Sync().ran, (std::vector<std::string>{"sent", "kept"}));
+}
+
+// A received tensor's consumer holds the only reference to it: the _Recv
+// (whose context lives on while its successors run on the same thread) and
+// the rendezvous let go, so a buffer mapped from another task is given back
+// as soon as its consumers are done, not when the step ends.
+TEST_F(DirectExecutorTest, AReceivedTensorIsHeldByItsConsumerAlone) {
+  const std::string device = device_.name();
+  Output received = NodeBuilder(root_.WithOpName("recv"), "_Recv", "recv")
+                        .Attr("tensor_type", DataType::kFloat)
+                        .Attr("tensor_name", "pushed:0")
+                        .Attr("send_device", device)
+                        .Attr("recv_device", device)
+                        .Finalize()
+                        .output(0);
+  Output holders = NodeBuilder(root_.WithOpName("holders"), kHoldersOp,
+                               "holders")
+                       .Input(received)
+                       .Finalize()
+                       .output(0);
+  auto executor = Make({{}, {holders.name()}, {}});
+  ASSERT_TRUE(executor);
+  for (const bool sent_first : {true, false}) {
+    SCOPED_TRACE(sent_first);
+    LocalRendezvous rendezvous;
+    auto send = [&] {
+      rendezvous.SendAsync(MakeRendezvousKey(device, device, "pushed:0"),
+                           Tensor::Vector<float>({1, 2}),
+                           [](const absl::Status&) {});
+    };
+    if (sent_first) send();
+    RunCallFrame frame({}, 1);
+    Executor::RunArgs args = Args(&frame);
+    args.rendezvous = &rendezvous;
+    std::thread late_sender;
+    if (!sent_first) {
+      late_sender = std::thread([&] {
+        absl::SleepFor(absl::Milliseconds(20));
+        send();
+      });
+    }
+    absl::Status run = executor->Run(args);
+    if (late_sender.joinable()) late_sender.join();
+    ASSERT_TRUE(run.ok()) << run;
+    EXPECT_EQ(frame.TakeRetvals()[0].scalar<int64_t>(), 1);
+  }
 }
 
 // A kernel that calls itself expensive goes to the pool when other work is

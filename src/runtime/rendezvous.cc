@@ -9,18 +9,17 @@ LocalRendezvous::~LocalRendezvous() {
   StartAbort(absl::CancelledError("rendezvous destroyed"));
 }
 
-void LocalRendezvous::SendAsync(const std::string& key, const Tensor& value,
+void LocalRendezvous::SendAsync(const std::string& key, Tensor value,
                                 SendCallback done) {
-  Send(key, value, std::move(done), /*done_first=*/false);
+  Send(key, std::move(value), std::move(done), /*done_first=*/false);
 }
 
 void LocalRendezvous::SendAsyncAnswerFirst(const std::string& key,
-                                           const Tensor& value,
-                                           SendCallback done) {
-  Send(key, value, std::move(done), /*done_first=*/true);
+                                           Tensor value, SendCallback done) {
+  Send(key, std::move(value), std::move(done), /*done_first=*/true);
 }
 
-void LocalRendezvous::Send(const std::string& key, const Tensor& value,
+void LocalRendezvous::Send(const std::string& key, Tensor value,
                            SendCallback done, bool done_first) {
   RecvCallback waiter;
   absl::Status error;
@@ -38,13 +37,13 @@ void LocalRendezvous::Send(const std::string& key, const Tensor& value,
         table_.erase(key);
       } else {
         item.has_value = true;
-        item.value = value;
+        item.value = std::move(value);
       }
     }
   }
   // Callbacks run outside the lock: they may start more of the step.
   if (done_first) done(error);
-  if (waiter) waiter(absl::OkStatus(), value);
+  if (waiter) waiter(absl::OkStatus(), std::move(value));
   if (!done_first) done(error);
 }
 
@@ -70,7 +69,7 @@ void LocalRendezvous::RecvAsync(const std::string& key, RecvCallback done) {
       }
     }
   }
-  done(error, value);
+  done(error, std::move(value));
 }
 
 void LocalRendezvous::StartAbort(const absl::Status& status) {

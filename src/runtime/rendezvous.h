@@ -20,12 +20,12 @@ class LocalRendezvous : public Rendezvous {
   LocalRendezvous() = default;
   ~LocalRendezvous() override;
 
-  void SendAsync(const std::string& key, const Tensor& value,
+  void SendAsync(const std::string& key, Tensor value,
                  SendCallback done) override;
   // As SendAsync, but `done` runs before a waiting receiver's callback
   // rather than after it (the callback may run much of a step on this
   // thread).
-  void SendAsyncAnswerFirst(const std::string& key, const Tensor& value,
+  void SendAsyncAnswerFirst(const std::string& key, Tensor value,
                             SendCallback done);
   void RecvAsync(const std::string& key, RecvCallback done) override;
   void StartAbort(const absl::Status& status) override;
@@ -39,7 +39,7 @@ class LocalRendezvous : public Rendezvous {
     Tensor value;
     RecvCallback waiter;
   };
-  void Send(const std::string& key, const Tensor& value, SendCallback done,
+  void Send(const std::string& key, Tensor value, SendCallback done,
             bool done_first);
 
   mutable absl::Mutex mu_;

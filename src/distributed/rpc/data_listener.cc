@@ -503,7 +503,7 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
   }
   received_.fetch_add(1, std::memory_order_relaxed);
   Working working(connection.get(), turn);
-  handlers_.deliver(header.step_id(), header.key(), *value,
+  handlers_.deliver(header.step_id(), header.key(), *std::move(value),
                     [connection, id](const absl::Status& status) {
                       connection->Answer(id, status);
                     });

@@ -70,7 +70,7 @@ class DataListener {
   struct Handlers {
     // A pushed tensor, read from the connection.
     std::function<void(int64_t step_id, const std::string& key,
-                       const Tensor& value, StatusCallback done)>
+                       Tensor value, StatusCallback done)>
         deliver;
     // A push that offers its bytes by the same-host path; `done` runs once
     // `response` is set. Without it such offers are refused

@@ -322,7 +322,7 @@ class UnreachableWorker : public WorkerInterface {
     aborted.Notify();
     done(absl::OkStatus());
   }
-  void PushTensorAsync(int64_t, const std::string&, const Tensor&,
+  void PushTensorAsync(int64_t, const std::string&, Tensor,
                        StatusCallback done) override {
     done(Gone());
   }

@@ -239,8 +239,8 @@ class GrpcRemoteWorker : public WorkerInterface {
          });
   }
 
-  void PushTensorAsync(int64_t step_id, const std::string& key,
-                       const Tensor& value, StatusCallback done) override {
+  void PushTensorAsync(int64_t step_id, const std::string& key, Tensor value,
+                       StatusCallback done) override {
     if (same_host_ && !same_host_refused_.load(std::memory_order_relaxed) &&
         DataTypeSize(value.dtype()) != 0 &&
         static_cast<int64_t>(value.TotalBytes()) >= kMinSameHostBytes) {

@@ -158,8 +158,8 @@ class WorkerService : public GrpcWorkerService {
   DataListener::Handlers DataHandlers() {
     DataListener::Handlers handlers;
     handlers.deliver = [this](int64_t step_id, const std::string& key,
-                              const Tensor& value, StatusCallback done) {
-      worker_->PushTensorAsync(step_id, key, value, std::move(done));
+                              Tensor value, StatusCallback done) {
+      worker_->PushTensorAsync(step_id, key, std::move(value), std::move(done));
     };
     handlers.offer = [this](const proto::PushTensorHeader& header,
                             proto::PushTensorResponse* response,
@@ -230,8 +230,9 @@ class WorkerService : public GrpcWorkerService {
       done(absl::OkStatus());  // more chunks to come
     } else {
       if (over_grpc) Offer(response->mutable_data_connection());
-      worker_->PushTensorAsync(pushed->step_id, pushed->key, pushed->value,
-                               std::move(done));
+      // (Moved: this frame holds no reference while the consumers run.)
+      worker_->PushTensorAsync(pushed->step_id, pushed->key,
+                               std::move(pushed->value), std::move(done));
     }
   }
 
