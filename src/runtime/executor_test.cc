@@ -165,8 +165,8 @@ class CountHoldersKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    ctx->set_output(0, Tensor::Scalar<int64_t>(
-                           static_cast<int64_t>(ctx->input(0).buffer().use_count())));
+    ctx->set_output(0, Tensor::Scalar<int64_t>(static_cast<int64_t>(
+                           ctx->input(0).buffer().use_count())));
   }
 };
 
@@ -187,8 +187,7 @@ void RegisterTestOps() {
         .SetShapeFn(shape_fns::Scalar);
     if (!OpRegistry::Global()->Register(std::move(holders).Build()).ok())
       std::abort();
-    RegisterCpuKernel<CountHoldersKernel>(KernelRegistry::Global(),
-                                          kHoldersOp);
+    RegisterCpuKernel<CountHoldersKernel>(KernelRegistry::Global(), kHoldersOp);
     RegisterCpuKernel<BarrierKernel>(KernelRegistry::Global(), kBarrierOp);
     RegisterCpuKernel<BlockerKernel>(KernelRegistry::Global(), kBlockerOp);
     RegisterCpuKernel<AwaitBlockerKernel>(KernelRegistry::Global(),
@@ -500,11 +499,11 @@ TEST_F(DirectExecutorTest, AReceivedTensorIsHeldByItsConsumerAlone) {
                         .Attr("recv_device", device)
                         .Finalize()
                         .output(0);
-  Output holders = NodeBuilder(root_.WithOpName("holders"), kHoldersOp,
-                               "holders")
-                       .Input(received)
-                       .Finalize()
-                       .output(0);
+  Output holders =
+      NodeBuilder(root_.WithOpName("holders"), kHoldersOp, "holders")
+          .Input(received)
+          .Finalize()
+          .output(0);
   auto executor = Make({{}, {holders.name()}, {}});
   ASSERT_TRUE(executor);
   for (const bool sent_first : {true, false}) {

@@ -14,8 +14,8 @@ void LocalRendezvous::SendAsync(const std::string& key, Tensor value,
   Send(key, std::move(value), std::move(done), /*done_first=*/false);
 }
 
-void LocalRendezvous::SendAsyncAnswerFirst(const std::string& key,
-                                           Tensor value, SendCallback done) {
+void LocalRendezvous::SendAsyncAnswerFirst(const std::string& key, Tensor value,
+                                           SendCallback done) {
   Send(key, std::move(value), std::move(done), /*done_first=*/true);
 }
 

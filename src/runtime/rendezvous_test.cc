@@ -59,7 +59,8 @@ TEST(LocalRendezvousTest, AnswerFirstRunsTheSendersCallbackBeforeTheWaiters) {
 // may run the rest of a step): neither the rendezvous nor the sender keeps a
 // reference, so the buffer is freed as soon as the receiver lets it go.
 TEST(LocalRendezvousTest, TheReceiverHoldsTheOnlyReference) {
-  for (const int order : {0, 1, 2}) {  // send first, receive first, answer first
+  for (const int order :
+       {0, 1, 2}) {  // send first, receive first, answer first
     SCOPED_TRACE(order);
     LocalRendezvous rendezvous;
     long holders = 0;

@@ -69,8 +69,8 @@ class DataListener {
   // What the task does with each call; `done` writes the answer.
   struct Handlers {
     // A pushed tensor, read from the connection.
-    std::function<void(int64_t step_id, const std::string& key,
-                       Tensor value, StatusCallback done)>
+    std::function<void(int64_t step_id, const std::string& key, Tensor value,
+                       StatusCallback done)>
         deliver;
     // A push that offers its bytes by the same-host path; `done` runs once
     // `response` is set. Without it such offers are refused
