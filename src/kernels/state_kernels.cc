@@ -11,16 +11,27 @@
 
 namespace distflow {
 
-Tensor* Var::mutable_value() {
+bool Var::ValueShared() const {
   if (value_.buffer().use_count() > 1 ||
       value_.buffer()->SharedWithOtherProcesses()) {
-    value_ = value_.Copy();
-  } else {
-    // use_count() is a relaxed read; the fence orders it after the release
-    // decrement of the last reader that let go, so that reader's accesses
-    // happen before our writes.
-    std::atomic_thread_fence(std::memory_order_acquire);
+    return true;
   }
+  // use_count() is a relaxed read; the fence orders it after the release
+  // decrement of the last reader that let go, so that reader's accesses
+  // happen before our writes.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return false;
+}
+
+Tensor* Var::mutable_value() {
+  if (ValueShared()) value_ = value_.Copy();
+  return &value_;
+}
+
+Tensor* Var::value_for_overwrite(Tensor* previous) {
+  const bool shared = ValueShared();
+  *previous = value_;
+  if (shared) value_ = Tensor::Uninitialized(value_.dtype(), value_.shape());
   return &value_;
 }
 

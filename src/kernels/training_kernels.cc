@@ -110,6 +110,11 @@ Tensor* LockedVars::mutable_value(int k) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   return vars_[k]->mutable_value();
 }
 
+Tensor* LockedVars::value_for_overwrite(int k, Tensor* previous)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return vars_[k]->value_for_overwrite(previous);
+}
+
 absl::Status CheckSparseShapes(const Tensor& var, const Tensor& grad,
                                const Tensor& indices,
                                const std::string& var_name) {

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,6 +82,9 @@ class LockedVars {
   const Tensor& value(int k) const;
   // Variable k's value, ready to be written in place.
   Tensor* mutable_value(int k);
+  // Variable k's value, ready to be overwritten from `*previous`
+  // (Var::value_for_overwrite).
+  Tensor* value_for_overwrite(int k, Tensor* previous);
 
  private:
   std::vector<std::shared_ptr<Var>> vars_;
@@ -203,9 +207,15 @@ class ApplyUpdateOp : public OpKernel {
                          "gradient of shape ", grad.shape().DebugString(),
                          " does not fit variable '", vars.name(), "' of shape ",
                          vars.value(0).shape().DebugString())));
+      // A variable whose value someone else still reads (a step's forward
+      // pass, another task) is written into a fresh buffer, each block
+      // copied from the old value just before it is updated.
+      std::array<Tensor, Update::kNumVars> previous;
       std::array<T*, Update::kNumVars> base;
+      std::array<const T*, Update::kNumVars> from;
       for (int k = 0; k < Update::kNumVars; ++k) {
-        base[k] = vars.mutable_value(k)->template data<T>();
+        base[k] = vars.value_for_overwrite(k, &previous[k])->template data<T>();
+        from[k] = previous[k].template data<T>();
       }
       const T* g = grad.data<T>();
       // An update is a few passes over its arrays (Adam: one per slot, then
@@ -218,9 +228,14 @@ class ApplyUpdateOp : public OpKernel {
           [&](int64_t begin, int64_t end) {
             std::array<T*, Update::kNumVars> at;
             for (int64_t b = begin; b < end; b += kBlock) {
-              for (int k = 0; k < Update::kNumVars; ++k) at[k] = base[k] + b;
-              update_(scalars.data(), at.data(), g + b,
-                      std::min(kBlock, end - b));
+              const int64_t n = std::min(kBlock, end - b);
+              for (int k = 0; k < Update::kNumVars; ++k) {
+                at[k] = base[k] + b;
+                if (from[k] != base[k]) {
+                  std::memcpy(at[k], from[k] + b, n * sizeof(T));
+                }
+              }
+              update_(scalars.data(), at.data(), g + b, n);
             }
           });
     }

@@ -305,6 +305,56 @@ TEST(TrainingKernelsTest, LargeVariableUpdatedBlockByBlock) {
   ExpectNear(*got64, want, 1e-12);
 }
 
+// A dense update while a reader still holds the variable's and slots'
+// buffers (here the step's own fetches of them) writes fresh buffers: the
+// reader keeps the old values, and the variable and slots get the same new
+// values as an update in place would give them.
+TEST(TrainingKernelsTest, UpdateOfValuesStillReadLeavesTheReaderTheOldOnes) {
+  Problem p;
+  p.shape = TensorShape({2, kUpdateBlockBytes / 4 + 5});
+  const int64_t n = p.shape.num_elements();
+  p.initial = {RandomValues<double>(n, 11), RandomValues<double>(n, 12),
+               RandomValues<double>(n, 13)};
+  for (double& x : p.initial[2]) x = (x + 1) / 2;
+  p.grads = {RandomValues<double>(n, 14)};
+  Scope s = Scope::NewRootScope();
+  std::vector<ops::Variable> vars;
+  std::vector<Output> reads;
+  std::vector<Operation> read_ops;
+  for (size_t k = 0; k < p.initial.size(); ++k) {
+    vars.emplace_back(s.WithOpName(k == 0 ? "var" : "slot"),
+                      MakeTensor<float>(p.shape, Cast<float>(p.initial[k])));
+    reads.push_back(vars.back());
+    read_ops.push_back(vars.back().op());
+  }
+  Output grad = ops::Placeholder(s, DataType::kFloat);
+  Operation update =
+      DenseAdam(s.WithControlDependencies(read_ops), vars, grad, Output());
+  SessionOptions options;
+  options.intra_op_threads = 1;
+  auto session = ClientSession::Create(s, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  auto before = (*session)->Run(
+      {{grad, MakeTensor<float>(p.shape, Cast<float>(p.grads[0]))}}, reads,
+      {update});
+  ASSERT_TRUE(before.ok()) << before.status();
+  State held;
+  for (const Tensor& t : *before) {
+    auto f = t.flat<float>();
+    held.emplace_back(f.begin(), f.end());
+  }
+  ExpectNear(held, p.initial, 1e-6);
+  auto after = (*session)->Run(reads);
+  ASSERT_TRUE(after.ok()) << after.status();
+  State updated;
+  for (const Tensor& t : *after) {
+    auto f = t.flat<float>();
+    updated.emplace_back(f.begin(), f.end());
+  }
+  ExpectNear(updated, Reference(p, AdamReference, false), 1e-5);
+}
+
 TEST(TrainingKernelsTest, RMSProp) {
   const double lr = 0.01, rho = 0.9, momentum = 0.5, eps = 1e-6;
   CheckUpdate(

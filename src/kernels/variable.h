@@ -35,10 +35,21 @@ class Var : public ResourceBase {
   // The value, ready to be written in place: copied first if anyone else holds
   // its buffer, or another process reads it.
   Tensor* mutable_value() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The value, ready to be overwritten whole by an update that reads
+  // `*previous` as it writes: the value itself (and `*previous` the same
+  // tensor) where nobody else holds its buffer; otherwise a fresh buffer of
+  // unspecified elements, and `*previous` the value it replaces. An update
+  // that copies each block of `*previous` just before it updates the block
+  // reads the old value once, where copying it whole first read it twice.
+  Tensor* value_for_overwrite(Tensor* previous)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::string DebugString() const override;
 
  private:
+  // Whether anyone else holds the value's buffer, in this process or another.
+  bool ValueShared() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const DataType dtype_;
   mutable absl::Mutex mu_;
   Tensor value_ ABSL_GUARDED_BY(mu_);
