@@ -334,7 +334,8 @@ TEST(TrainingKernelsTest, UpdateOfValuesStillReadLeavesTheReaderTheOldOnes) {
   options.intra_op_threads = 1;
   auto session = ClientSession::Create(s, options);
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE((*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
+  ASSERT_TRUE(
+      (*session)->RunTargets({ops::GlobalVariablesInitializer(s)}).ok());
   auto before = (*session)->Run(
       {{grad, MakeTensor<float>(p.shape, Cast<float>(p.grads[0]))}}, reads,
       {update});
