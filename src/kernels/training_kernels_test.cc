@@ -47,6 +47,17 @@ std::vector<T> Cast(const std::vector<double>& v) {
   return std::vector<T>(v.begin(), v.end());
 }
 
+// The elements of each tensor, as doubles.
+template <typename T>
+State ToState(const std::vector<Tensor>& values) {
+  State state;
+  for (const Tensor& t : values) {
+    auto f = t.flat<T>();
+    state.emplace_back(f.begin(), f.end());
+  }
+  return state;
+}
+
 // Runs the update once per gradient of `p` and returns the final values of
 // the variable and its slots.
 template <typename T>
@@ -89,12 +100,7 @@ absl::StatusOr<State> RunUpdates(const Problem& p, const MakeUpdate& make,
   std::vector<Output> fetches(vars.begin(), vars.end());
   auto values = (*session)->Run(fetches);
   if (!values.ok()) return values.status();
-  State result;
-  for (const Tensor& t : *values) {
-    auto f = t.flat<T>();
-    result.emplace_back(f.begin(), f.end());
-  }
-  return result;
+  return ToState<T>(*values);
 }
 
 // The reference: each step applies `ref` to every element (dense) or to every
@@ -287,15 +293,21 @@ TEST(TrainingKernelsTest, Adam) {
 
 // A dense update runs over a large variable a cache block at a time: every
 // element is updated once, the last partial block included, on one thread.
-TEST(TrainingKernelsTest, LargeVariableUpdatedBlockByBlock) {
+// Adam on `rows` rows of several float32 cache blocks and a tail, from
+// random values drawn from `seed` on, for `steps` steps.
+Problem LargeAdamProblem(int64_t rows, int steps, int seed) {
   Problem p;
-  // Several blocks of float32 (and twice as many of float64), and a tail.
-  p.shape = TensorShape({3, kUpdateBlockBytes / 4 + 7});
+  p.shape = TensorShape({rows, kUpdateBlockBytes / 4 + 7});
   const int64_t n = p.shape.num_elements();
-  p.initial = {RandomValues<double>(n, 6), RandomValues<double>(n, 7),
-               RandomValues<double>(n, 8)};
+  for (int k = 0; k < 3; ++k) p.initial.push_back(RandomValues<double>(n, seed++));
   for (double& x : p.initial[2]) x = (x + 1) / 2;  // Adam's v is not negative
-  p.grads = {RandomValues<double>(n, 9), RandomValues<double>(n, 10)};
+  for (int i = 0; i < steps; ++i) p.grads.push_back(RandomValues<double>(n, seed++));
+  return p;
+}
+
+TEST(TrainingKernelsTest, LargeVariableUpdatedBlockByBlock) {
+  // Several blocks of float32 (and twice as many of float64), and a tail.
+  const Problem p = LargeAdamProblem(3, 2, 6);
   const State want = Reference(p, AdamReference, false);
   auto got = RunUpdates<float>(p, DenseAdam, false, /*intra_op_threads=*/1);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -310,13 +322,7 @@ TEST(TrainingKernelsTest, LargeVariableUpdatedBlockByBlock) {
 // reader keeps the old values, and the variable and slots get the same new
 // values as an update in place would give them.
 TEST(TrainingKernelsTest, UpdateOfValuesStillReadLeavesTheReaderTheOldOnes) {
-  Problem p;
-  p.shape = TensorShape({2, kUpdateBlockBytes / 4 + 5});
-  const int64_t n = p.shape.num_elements();
-  p.initial = {RandomValues<double>(n, 11), RandomValues<double>(n, 12),
-               RandomValues<double>(n, 13)};
-  for (double& x : p.initial[2]) x = (x + 1) / 2;
-  p.grads = {RandomValues<double>(n, 14)};
+  const Problem p = LargeAdamProblem(2, 1, 11);
   Scope s = Scope::NewRootScope();
   std::vector<ops::Variable> vars;
   std::vector<Output> reads;
@@ -340,20 +346,10 @@ TEST(TrainingKernelsTest, UpdateOfValuesStillReadLeavesTheReaderTheOldOnes) {
       {{grad, MakeTensor<float>(p.shape, Cast<float>(p.grads[0]))}}, reads,
       {update});
   ASSERT_TRUE(before.ok()) << before.status();
-  State held;
-  for (const Tensor& t : *before) {
-    auto f = t.flat<float>();
-    held.emplace_back(f.begin(), f.end());
-  }
-  ExpectNear(held, p.initial, 1e-6);
+  ExpectNear(ToState<float>(*before), p.initial, 1e-6);
   auto after = (*session)->Run(reads);
   ASSERT_TRUE(after.ok()) << after.status();
-  State updated;
-  for (const Tensor& t : *after) {
-    auto f = t.flat<float>();
-    updated.emplace_back(f.begin(), f.end());
-  }
-  ExpectNear(updated, Reference(p, AdamReference, false), 1e-5);
+  ExpectNear(ToState<float>(*after), Reference(p, AdamReference, false), 1e-5);
 }
 
 TEST(TrainingKernelsTest, RMSProp) {
