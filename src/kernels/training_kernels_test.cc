@@ -299,9 +299,11 @@ Problem LargeAdamProblem(int64_t rows, int steps, int seed) {
   Problem p;
   p.shape = TensorShape({rows, kUpdateBlockBytes / 4 + 7});
   const int64_t n = p.shape.num_elements();
-  for (int k = 0; k < 3; ++k) p.initial.push_back(RandomValues<double>(n, seed++));
+  for (int k = 0; k < 3; ++k)
+    p.initial.push_back(RandomValues<double>(n, seed++));
   for (double& x : p.initial[2]) x = (x + 1) / 2;  // Adam's v is not negative
-  for (int i = 0; i < steps; ++i) p.grads.push_back(RandomValues<double>(n, seed++));
+  for (int i = 0; i < steps; ++i)
+    p.grads.push_back(RandomValues<double>(n, seed++));
   return p;
 }
 
