@@ -164,8 +164,7 @@ class WorkerService : public GrpcWorkerService {
     handlers.offer = [this](const proto::PushTensorHeader& header,
                             proto::PushTensorResponse* response,
                             StatusCallback done) {
-      grpc::Slice slice = FramedHeaderSlice(header);
-      PushTensor(grpc::ByteBuffer(&slice, 1), response, std::move(done),
+      TakePushed(assembler_.AddOffer(header), response, std::move(done),
                  /*over_grpc=*/false);
     };
     handlers.run_graph = [this](const proto::RunGraphRequest* request,
@@ -214,13 +213,19 @@ class WorkerService : public GrpcWorkerService {
                             [abort, response](const absl::Status&) {});
   }
 
-  // Takes one PushTensor message (unary, on a stream, or a same-host offer on
-  // a data connection); `done` gets its status once `response` is set. The
-  // answer to one `over_grpc` offers a data connection.
+  // Takes one PushTensor message (unary or on a stream); `done` gets its
+  // status once `response` is set.
   void PushTensor(const grpc::ByteBuffer& request,
+                  proto::PushTensorResponse* response, StatusCallback done) {
+    TakePushed(assembler_.Add(request), response, std::move(done),
+               /*over_grpc=*/true);
+  }
+
+  // Delivers what a push message (or a same-host offer on a data connection)
+  // completed. The answer to one `over_grpc` offers a data connection.
+  void TakePushed(absl::StatusOr<PushAssembler::Complete> pushed,
                   proto::PushTensorResponse* response, StatusCallback done,
-                  bool over_grpc = true) {
-    auto pushed = assembler_.Add(request);
+                  bool over_grpc) {
     if (!pushed.ok()) {
       done(pushed.status());
     } else if (!pushed->same_host_refused.empty()) {

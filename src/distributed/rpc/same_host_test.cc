@@ -352,6 +352,28 @@ TEST(SameHostTest, PackedOfferMapsEveryMember) {
   EXPECT_FALSE(big1.buffer()->SharedWithOtherProcesses());
 }
 
+// An offer whose header a data connection already parsed is taken without
+// framing it again, with the same result and the same checks.
+TEST(SameHostTest, ParsedOfferGivesWhatTheFramedOneGives) {
+  const Tensor value = Ramp(100'000);
+  const SameHostOffer offer = OfferSameHost(5, "parsed", value);
+  PushAssembler assembler;
+  auto out = assembler.AddOffer(offer.header);
+  ASSERT_TRUE(out.ok()) << out.status();
+  if (!out->same_host_refused.empty()) {
+    GTEST_SKIP() << "this process cannot read itself: "
+                 << out->same_host_refused;
+  }
+  EXPECT_EQ(out->step_id, 5);
+  EXPECT_EQ(out->key, "parsed");
+  EXPECT_TRUE(out->value.Equals(value));
+  proto::PushTensorHeader wrong = offer.header;
+  wrong.set_total_bytes(wrong.total_bytes() - 4);
+  auto refused = assembler.AddOffer(wrong);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("parsed"));
+}
+
 // An offer naming bytes outside the block it names is refused as malformed;
 // one naming an arena that is not the sender's is copied instead.
 TEST(SameHostTest, ArenaOfferOutsideItsBlockIsInvalidAndAWrongArenaIsCopied) {

@@ -299,10 +299,7 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
   const DataType dtype = spec.dtype;
   const TensorShape& shape = spec.shape;
   const int64_t total = header.total_bytes();
-  if (header.has_same_host()) {
-    DF_RETURN_IF_ERROR(ReadFromSender(header, dtype, shape, &out));
-    return out;
-  }
+  if (header.has_same_host()) return AddOffer(header);
   if (data_len == total) {
     // The whole tensor in one message: one copy, from gRPC's slices straight
     // into the (aligned) tensor buffer.
@@ -332,6 +329,17 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     out.value = std::move(it->second.value);
     partial_.erase(it);
   }
+  return out;
+}
+
+absl::StatusOr<PushAssembler::Complete> PushAssembler::AddOffer(
+    const proto::PushTensorHeader& header) {
+  DF_ASSIGN_OR_RETURN(PushedTensorSpec spec,
+                      CheckPushHeader(header, /*data_len=*/0));
+  Complete out;
+  out.step_id = header.step_id();
+  out.key = header.key();
+  DF_RETURN_IF_ERROR(ReadFromSender(header, spec.dtype, spec.shape, &out));
   return out;
 }
 

@@ -132,6 +132,9 @@ class PushAssembler {
   // have arrived, nullopt-like (value uninitialized) before that.
   // INVALID_ARGUMENT naming the key for a malformed message.
   absl::StatusOr<Complete> Add(const grpc::ByteBuffer& message);
+  // A same-host offer whose header is already parsed (a data connection's
+  // frame): as Add, without framing the header into a message again.
+  absl::StatusOr<Complete> AddOffer(const proto::PushTensorHeader& header);
   // Forgets partial tensors of `step_id` (the step was aborted).
   void DropStep(int64_t step_id);
 
