@@ -186,6 +186,11 @@ class Executor::StepState {
       trace::EndSpan("op", executor_->items_[id].node->name(), start_ns);
       std::vector<int> ready;
       Propagate(executor_->items_[id], ctx.get(), &ready);
+      // The consumers hold the outputs now, and this context lives on while
+      // they run on this thread: dropping its references frees each buffer
+      // once its consumers are done (a received tensor mapped from another
+      // task is given back to it). A synchronous node's context ends first.
+      for (Tensor& out : ctx->outputs()) out = Tensor();
       // Count the newly ready nodes before dispatching them (see RunQueue).
       if (outstanding_.fetch_add(static_cast<int>(ready.size()) - 1) +
               static_cast<int>(ready.size()) - 1 ==
@@ -243,11 +248,6 @@ class Executor::StepState {
       if (pending_[dst].fetch_sub(1, std::memory_order_acq_rel) == 1)
         ready->push_back(dst);
     }
-    // The consumers hold the outputs now. An asynchronous node's context
-    // lives on while its successors run on this thread: dropping its
-    // references here frees each buffer once its consumers are done (a
-    // received tensor mapped from another task is given back to it).
-    for (Tensor& out : ctx->outputs()) out = Tensor();
   }
 
   void Abort(const absl::Status& status) {

@@ -294,12 +294,13 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
     out.value = *std::move(value);
     return out;
   }
+  // (An offer's message is its header alone; AddOffer checks it.)
+  if (header.has_same_host()) return AddOffer(header);
   const int64_t data_len = static_cast<int64_t>(size - 4 - header_len);
   DF_ASSIGN_OR_RETURN(PushedTensorSpec spec, CheckPushHeader(header, data_len));
   const DataType dtype = spec.dtype;
   const TensorShape& shape = spec.shape;
   const int64_t total = header.total_bytes();
-  if (header.has_same_host()) return AddOffer(header);
   if (data_len == total) {
     // The whole tensor in one message: one copy, from gRPC's slices straight
     // into the (aligned) tensor buffer.
