@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "core/gathered_tensor.h"
+#include "base/logging.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.pb.h"
@@ -75,16 +77,20 @@ absl::Status WaitFor(int fd, short events, absl::Duration timeout,
 
 }  // namespace
 
-// A call's frame: its header (framed) and a push's tensor bytes, of which
-// `sent` have been written.
+// What one socket writes of a call: on the first socket, its header
+// (framed) and a push's first tensor bytes; on a stripe, its part of a
+// push's bytes (no header). Bytes [begin, end) of `value` follow the header;
+// `sent` bytes of the whole have been written.
 struct DataConnection::Queued {
   uint64_t id = 0;
   std::string head;
   Tensor value;  // uninitialized: no bytes follow the header
+  size_t begin = 0;
+  size_t end = 0;
+  // Whether the call's other bytes go on the stripes.
+  bool striped = false;
   size_t sent = 0;
-  size_t size() const {
-    return head.size() + (value.IsInitialized() ? value.TotalBytes() : 0);
-  }
+  size_t size() const { return head.size() + (end - begin); }
 };
 
 // A call waiting for its answer.
@@ -98,8 +104,8 @@ struct DataConnection::Waiting {
                      const std::string&)>
       done;
   std::shared_ptr<const void> pinned;
-  // Whether its whole frame is on the socket.
-  bool written = false;
+  // How many of its sockets' parts are not yet all on their socket.
+  int unwritten = 1;
   // Whether it is a keepalive ping.
   bool ping = false;
   // Whether it runs a step's partition (RunGraph).
@@ -108,18 +114,24 @@ struct DataConnection::Waiting {
 
 struct DataConnection::Core {
   Core(std::string host, int port, uint64_t token, std::string task,
-       std::string address)
+       std::string address, int sockets)
       : host(std::move(host)),
         port(port),
         token(token),
         task(std::move(task)),
-        address(std::move(address)) {}
+        address(std::move(address)),
+        sockets(sockets) {}
   ~Core() {
     if (fd >= 0) close(fd);
+    for (const int stripe : stripe_fds) close(stripe);
   }
 
-  // A connected socket that said hello, or the reason there is none.
-  absl::StatusOr<int> Connect();
+  // A connected socket that said hello as socket `stripe` of this
+  // connection, or the reason there is none.
+  absl::StatusOr<int> Connect(uint32_t stripe);
+  // Connects the stripes (after the first socket), as many as the listener
+  // takes; their sockets.
+  std::vector<int> ConnectStripes();
   // Writes the rest of `call`'s frame; with `dont_wait`, only what the
   // socket takes without blocking.
   static absl::Status WriteFrame(int fd, Queued* call, bool dont_wait);
@@ -142,15 +154,25 @@ struct DataConnection::Core {
   const uint64_t token;
   const std::string task;
   const std::string address;
+  // The sockets wanted (the first and its stripes).
+  const int sockets;
+  // Names this connection in its stripes' hellos.
+  const uint64_t link = RandomDataToken();
 
   // Ends the connection from a thread that must not run callbacks (the
   // caller of a call): the reader sees it and fails the waiting calls with
   // `reason`.
   void Break(const absl::Status& reason);
-  // Marks call `id` as written.
+  // Marks one socket's part of call `id` as written.
   void Written(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     auto it = waiting.find(id);
-    if (it != waiting.end()) it->second.written = true;
+    if (it != waiting.end() && it->second.unwritten > 0) --it->second.unwritten;
+  }
+  // Shuts every socket down, which wakes the threads out of their sends and
+  // receives.
+  void ShutDownSockets() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    for (const int stripe : stripe_fds) shutdown(stripe, SHUT_RDWR);
   }
   mutable absl::Mutex mu;
   State state ABSL_GUARDED_BY(mu) = State::kConnecting;
@@ -163,6 +185,13 @@ struct DataConnection::Core {
   std::deque<Queued> queue ABSL_GUARDED_BY(mu);
   // Whether a thread is writing a frame (a caller, or the writer).
   bool writing ABSL_GUARDED_BY(mu) = false;
+  // The stripes' sockets, what each has to write, and their writers: set
+  // with the state kReady, and not changed after.
+  std::vector<int> stripe_fds ABSL_GUARDED_BY(mu);
+  std::vector<std::deque<Queued>> stripe_queues ABSL_GUARDED_BY(mu);
+  std::vector<std::thread> stripe_writers ABSL_GUARDED_BY(mu);
+  // stripe_fds.size(), read without the lock.
+  std::atomic<int> stripes{0};
   absl::flat_hash_map<uint64_t, Waiting> waiting ABSL_GUARDED_BY(mu);
   // What calls that passed their deadline still pin, by call id, until the
   // task answers them or the connection ends.
@@ -194,14 +223,18 @@ absl::Status DataConnection::Core::WriteFrame(int fd, Queued* push,
     if (push->sent < head) {
       iov[count++] = {push->head.data() + push->sent, head - push->sent};
     }
-    size_t skip = push->sent > head ? push->sent - head : 0;
-    for (size_t i = 0; i < ranges.size() && count < kMaxIovecs; ++i) {
+    // The tensor's bytes still to write: [skip, push->end).
+    size_t skip = push->begin + (push->sent > head ? push->sent - head : 0);
+    size_t left = push->end - skip;
+    for (size_t i = 0; i < ranges.size() && count < kMaxIovecs && left > 0;
+         ++i) {
       if (skip >= ranges[i].size()) {
         skip -= ranges[i].size();
         continue;
       }
-      iov[count++] = {const_cast<char*>(ranges[i].data()) + skip,
-                      ranges[i].size() - skip};
+      const size_t take = std::min(ranges[i].size() - skip, left);
+      iov[count++] = {const_cast<char*>(ranges[i].data()) + skip, take};
+      left -= take;
       skip = 0;
     }
     msghdr message{};
@@ -219,7 +252,7 @@ absl::Status DataConnection::Core::WriteFrame(int fd, Queued* push,
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> DataConnection::Core::Connect() {
+absl::StatusOr<int> DataConnection::Core::Connect(uint32_t stripe) {
   auto stop = [this] {
     absl::MutexLock lock(&mu);
     return closing;
@@ -266,10 +299,8 @@ absl::StatusOr<int> DataConnection::Core::Connect() {
   // Blocking from here on: each thread waits in its own call.
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   ConfigureDataSocket(fd);
-  char hello[16];
-  std::memcpy(hello, kDataHello, 8);
-  for (int i = 0; i < 8; ++i) hello[8 + i] = static_cast<char>(token >> (8 * i));
-  iovec iov{hello, sizeof(hello)};
+  std::string hello = EncodeDataHello({token, link, stripe});
+  iovec iov{hello.data(), hello.size()};
   absl::Status s = SendAll(fd, &iov, 1);
   if (s.ok()) s = WaitFor(fd, POLLIN, kConnectTimeout, stop);
   char accepted = 0;
@@ -283,6 +314,24 @@ absl::StatusOr<int> DataConnection::Core::Connect() {
     return s;
   }
   return fd;
+}
+
+std::vector<int> DataConnection::Core::ConnectStripes() {
+  std::vector<int> fds;
+  for (int stripe = 1; stripe < sockets; ++stripe) {
+    absl::StatusOr<int> fd = Connect(static_cast<uint32_t>(stripe));
+    if (!fd.ok()) {
+      // (The connection goes on with the stripes it has.)
+      DF_LOG(Warning) << "data connection to task " << task << " at "
+                      << address << ": stripe " << stripe
+                      << " cannot be opened (" << fd.status().message()
+                      << "); large tensors go on " << stripe
+                      << " socket(s)";
+      break;
+    }
+    fds.push_back(*fd);
+  }
+  return fds;
 }
 
 absl::Status DataConnection::Core::Failed(const std::string& what,
@@ -302,7 +351,7 @@ void DataConnection::Core::Break(const absl::Status& reason) {
   absl::MutexLock lock(&mu);
   if (state != State::kReady || !broken.ok()) return;
   broken = reason;
-  shutdown(fd, SHUT_RDWR);
+  ShutDownSockets();
 }
 
 void DataConnection::Core::Fail(const absl::Status& reason) {
@@ -320,21 +369,24 @@ void DataConnection::Core::Fail(const absl::Status& reason) {
       why = broken;
     }
     failure = std::string(why.message());
-    // Wakes the other thread out of its send or receive.
-    if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    // Wakes the other threads out of their sends and receives.
+    ShutDownSockets();
     for (auto& [id, w] : waiting) failed.push_back(std::move(w));
     waiting.clear();
     lingering.clear();
     queue.clear();
+    for (std::deque<Queued>& stripe : stripe_queues) stripe.clear();
   }
   const proto::DataAnswer none;
   for (Waiting& w : failed) w.done(Failed(w.what, why), none, std::string());
 }
 
 DataConnection::DataConnection(std::string host, int port, uint64_t token,
-                               std::string task, std::string address)
-    : core_(std::make_shared<Core>(std::move(host), port, token,
-                                   std::move(task), std::move(address))) {
+                               std::string task, std::string address,
+                               int sockets)
+    : core_(std::make_shared<Core>(
+          std::move(host), port, token, std::move(task), std::move(address),
+          std::clamp(sockets, 1, kMaxDataSockets))) {
   writer_ = std::thread(&DataConnection::WriteLoop, core_);
   reader_ = std::thread(&DataConnection::ReadLoop, core_);
 }
@@ -345,7 +397,7 @@ DataConnection::~DataConnection() {
     absl::MutexLock lock(&core_->mu);
     core_->closing = true;
     connecting = core_->state == State::kConnecting;
-    if (core_->fd >= 0) shutdown(core_->fd, SHUT_RDWR);
+    core_->ShutDownSockets();
   }
   // A push's callback that drops the last owner of this connection runs on
   // one of its threads, which cannot wait for itself. And a writer still
@@ -360,6 +412,14 @@ DataConnection::~DataConnection() {
       t->join();
     }
   }
+  // (Started by the writer once connected; never one of a push's callbacks'
+  // threads: they run none.)
+  std::vector<std::thread> stripe_writers;
+  {
+    absl::MutexLock lock(&core_->mu);
+    stripe_writers = std::move(core_->stripe_writers);
+  }
+  for (std::thread& t : stripe_writers) t.join();
   core_->Fail(absl::CancelledError("closed"));
 }
 
@@ -371,6 +431,10 @@ DataConnection::State DataConnection::state() const {
 std::string DataConnection::failure() const {
   absl::MutexLock lock(&core_->mu);
   return core_->failure;
+}
+
+int DataConnection::sockets() const {
+  return 1 + core_->stripes.load(std::memory_order_acquire);
 }
 
 int64_t DataConnection::answered() const {
@@ -451,14 +515,38 @@ bool DataConnection::Core::Send(proto::DataFrame& frame, const Tensor& bytes,
   Queued call;
   call.id = next_id.fetch_add(1, std::memory_order_relaxed);
   frame.set_call_id(call.id);
+  const size_t total = bytes.IsInitialized() ? bytes.TotalBytes() : 0;
+  // A large push's last bytes go on the stripes (set before the state
+  // became kReady, which is checked below).
+  std::vector<int64_t> parts = {static_cast<int64_t>(total)};
+  const int stripe_count = stripes.load(std::memory_order_acquire);
+  if (stripe_count > 0 && static_cast<int64_t>(total) >= kStripeMinBytes) {
+    parts = StripeParts(static_cast<int64_t>(total), stripe_count + 1);
+    for (size_t i = 1; i < parts.size(); ++i) frame.add_stripe_bytes(parts[i]);
+  }
   call.head = FramedHeader(frame);
   call.value = bytes;
+  call.end = static_cast<size_t>(parts[0]);
+  call.striped = parts.size() > 1;
   int socket = -1;
   {
     absl::MutexLock lock(&mu);
     if (state != State::kReady || closing) return false;
     if (waiting.empty()) last_heard = absl::Now();
-    waiting.emplace(call.id, make_waiting());
+    Waiting& entry = waiting.emplace(call.id, make_waiting()).first->second;
+    entry.unwritten = static_cast<int>(parts.size());
+    // Each stripe writes its parts in the order of the frames (queued under
+    // this lock, as the frames are).
+    size_t begin = call.end;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      Queued part;
+      part.id = call.id;
+      part.value = bytes;
+      part.begin = begin;
+      part.end = begin + static_cast<size_t>(parts[i]);
+      begin = part.end;
+      stripe_queues[i - 1].push_back(std::move(part));
+    }
     if (writing || !queue.empty()) {
       queue.push_back(std::move(call));
       return true;
@@ -510,18 +598,28 @@ void DataConnection::Core::PingIfSilent() {
 
 void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
   NameThisThread("df_conn_write");
-  absl::StatusOr<int> fd = core->Connect();
+  absl::StatusOr<int> fd = core->Connect(/*stripe=*/0);
   if (!fd.ok()) {
     core->Fail(fd.status());
     return;
   }
+  std::vector<int> stripe_fds = core->ConnectStripes();
   {
     absl::MutexLock lock(&core->mu);
     if (core->closing) {
       close(*fd);
+      for (const int stripe : stripe_fds) close(stripe);
       return;
     }
     core->fd = *fd;
+    core->stripe_fds = std::move(stripe_fds);
+    core->stripe_queues.resize(core->stripe_fds.size());
+    for (size_t i = 0; i < core->stripe_fds.size(); ++i) {
+      core->stripe_writers.emplace_back(&DataConnection::StripeWriteLoop, core,
+                                        i);
+    }
+    core->stripes.store(static_cast<int>(core->stripe_fds.size()),
+                        std::memory_order_release);
     core->state = State::kReady;
   }
   while (true) {
@@ -538,8 +636,11 @@ void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
       core->queue.pop_front();
       // A push that failed by its deadline before any of it was written is
       // not sent (one partly written must be finished: the frames follow
-      // each other).
-      if (push.sent == 0 && !core->waiting.contains(push.id)) continue;
+      // each other; and one whose stripes carry parts of it must be sent,
+      // as they will be).
+      if (push.sent == 0 && !push.striped && !core->waiting.contains(push.id)) {
+        continue;
+      }
       core->writing = true;
     }
     absl::Status s = Core::WriteFrame(*fd, &push, /*dont_wait=*/false);
@@ -552,6 +653,36 @@ void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
       core->Fail(s);
       return;
     }
+  }
+}
+
+void DataConnection::StripeWriteLoop(std::shared_ptr<Core> core,
+                                     size_t stripe) {
+  NameThisThread("df_conn_stripe");
+  while (true) {
+    Queued part;
+    int fd = -1;
+    {
+      absl::MutexLock lock(&core->mu);
+      auto ready = [&core, stripe]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core->mu) {
+        return !core->stripe_queues[stripe].empty() || core->closing ||
+               core->state != State::kReady;
+      };
+      core->mu.Await(absl::Condition(&ready));
+      if (core->closing || core->state != State::kReady) return;
+      part = std::move(core->stripe_queues[stripe].front());
+      core->stripe_queues[stripe].pop_front();
+      fd = core->stripe_fds[stripe];
+    }
+    absl::Status s = Core::WriteFrame(fd, &part, /*dont_wait=*/false);
+    if (!s.ok()) {
+      // (The reader fails the waiting calls: their callbacks may let go of
+      // the connection, whose destructor waits for this thread.)
+      core->Break(s);
+      return;
+    }
+    absl::MutexLock lock(&core->mu);
+    core->Written(part.id);
   }
 }
 
@@ -582,7 +713,7 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
       const absl::Time now = absl::Now();
       for (auto it = core->waiting.begin(); it != core->waiting.end();) {
         if (it->second.deadline <= now) {
-          unwritten |= !it->second.written;
+          unwritten |= it->second.unwritten > 0;
           unanswered_ping |= it->second.ping;
           // The task may still read what the call pinned.
           if (it->second.pinned != nullptr) {

@@ -3,7 +3,9 @@
 //
 // Two threads per connection: a writer, which connects, says hello, and
 // then writes each queued call from its message and the tensor's own buffer
-// (the caller writes what the socket takes at once itself); and a reader,
+// (the caller writes what the socket takes at once itself); a writer per
+// stripe (data_socket.h), which writes the last parts of large pushes from
+// the same buffer at the same time; and a reader,
 // which takes the task's answers, hands each to its call's callback, and
 // ends calls past their deadline; while calls wait on a task that has been
 // silent for 2 s, it pings the task, and ends the connection if the task
@@ -42,10 +44,11 @@ class DataConnection {
   };
 
   // Starts connecting to `port` on `host` (the host of the task's gRPC
-  // address), opening with `token`. `task` and `address` name the peer in
-  // errors.
+  // address), opening with `token`, with `sockets` sockets (1 to
+  // kMaxDataSockets: the first and its stripes; fewer if the task takes
+  // fewer). `task` and `address` name the peer in errors.
   DataConnection(std::string host, int port, uint64_t token, std::string task,
-                 std::string address);
+                 std::string address, int sockets = 1);
   // Fails the pushes still waiting with CANCELLED and waits for the threads
   // (but not for a writer still connecting: see the definition).
   ~DataConnection();
@@ -80,8 +83,10 @@ class DataConnection {
                 proto::RunGraphResponse* response, absl::Duration deadline,
                 StatusCallback&& done);
 
-  // Calls answered so far (for tests).
+  // Calls answered so far, and the sockets it writes on (1 until it is
+  // ready), for tests.
   int64_t answered() const;
+  int sockets() const;
 
  private:
   struct Core;
@@ -93,6 +98,7 @@ class DataConnection {
   bool Send(proto::DataFrame& frame, const Tensor& bytes,
             absl::FunctionRef<Waiting()> make_waiting);
   static void WriteLoop(std::shared_ptr<Core> core);
+  static void StripeWriteLoop(std::shared_ptr<Core> core, size_t stripe);
   static void ReadLoop(std::shared_ptr<Core> core);
 
   std::shared_ptr<Core> core_;

@@ -222,26 +222,39 @@ bool StartStep(DataConnection& connection, int64_t step_id,
 }
 
 std::unique_ptr<DataConnection> ConnectTo(DataListener* listener,
-                                          uint64_t token) {
+                                          uint64_t token, int sockets = 1) {
   return std::make_unique<DataConnection>(
       "127.0.0.1", listener->port(), token, kTask,
-      absl::StrCat("127.0.0.1:", listener->port()));
+      absl::StrCat("127.0.0.1:", listener->port()), sockets);
 }
 // With the listener's own token, as a sender that was offered it.
-std::unique_ptr<DataConnection> ConnectTo(DataListener* listener) {
-  return ConnectTo(listener, listener->token());
+std::unique_ptr<DataConnection> ConnectTo(DataListener* listener,
+                                          int sockets = 1) {
+  return ConnectTo(listener, listener->token(), sockets);
 }
 
-TEST(DataConnectionTest, OverlappingPushesArriveWithTheirBytes) {
+// Connections of one socket, and of two and three (large pushes split across
+// them: data_socket.h).
+class DataConnectionSocketsTest : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Sockets, DataConnectionSocketsTest,
+                         ::testing::Values(1, 2, 3));
+
+TEST_P(DataConnectionSocketsTest, OverlappingPushesArriveWithTheirBytes) {
   Receiver receiver;
-  auto connection = ConnectTo(receiver.listener());
+  auto connection = ConnectTo(receiver.listener(), GetParam());
   ASSERT_EQ(Settled(*connection), DataConnection::State::kReady)
       << connection->failure();
+  EXPECT_EQ(connection->sockets(), GetParam());
   std::vector<Tensor> sent;
   std::vector<std::unique_ptr<Outcome>> outcomes;
   for (int i = 0; i < 8; ++i) {
-    // 1 MiB and more: several writes and reads per tensor.
-    sent.push_back(Pattern((int64_t{1} << 18) + i * 1000, 10.0f * i));
+    // 1 MiB and more (several writes and reads per tensor; sizes that are no
+    // multiple of a page), and the smallest striped size (stripe parts of a
+    // page or two) and a tensor just below it.
+    const int64_t n = i == 6   ? kStripeMinBytes / 4
+                      : i == 7 ? kStripeMinBytes / 4 - 1
+                               : (int64_t{1} << 18) + i * 1001;
+    sent.push_back(Pattern(n, 10.0f * i));
     outcomes.push_back(std::make_unique<Outcome>());
     ASSERT_TRUE(connection->Push(100 + i, absl::StrCat("t", i), sent.back(),
                                  absl::Seconds(10), outcomes.back()->Callback()));
@@ -253,13 +266,16 @@ TEST(DataConnectionTest, OverlappingPushesArriveWithTheirBytes) {
     EXPECT_EQ(receiver.StepOf(key), 100 + i);
   }
   EXPECT_EQ(connection->answered(), 8);
+  // All but the last went partly on the stripes, if there are any.
+  EXPECT_EQ(receiver.listener()->striped(), GetParam() > 1 ? 7 : 0);
 }
 
 // A gathered tensor goes from its parts, more of them than one write takes,
-// and arrives as their elements end to end.
-TEST(DataConnectionTest, GatheredTensorIsWrittenFromItsParts) {
+// and arrives as their elements end to end (split across the sockets at
+// places that fall inside parts).
+TEST_P(DataConnectionSocketsTest, GatheredTensorIsWrittenFromItsParts) {
   Receiver receiver;
-  auto connection = ConnectTo(receiver.listener());
+  auto connection = ConnectTo(receiver.listener(), GetParam());
   ASSERT_EQ(Settled(*connection), DataConnection::State::kReady)
       << connection->failure();
   std::vector<Tensor> parts;
@@ -273,6 +289,7 @@ TEST(DataConnectionTest, GatheredTensorIsWrittenFromItsParts) {
                                outcome.Callback()));
   EXPECT_EQ(outcome.Wait(), absl::OkStatus());
   EXPECT_TRUE(SameValues(receiver.Received("gathered"), *gathered));
+  EXPECT_EQ(receiver.listener()->striped(), GetParam() > 1 ? 1 : 0);
 }
 
 TEST(DataConnectionTest, ARefusedPushFailsAloneAndTheConnectionGoesOn) {
@@ -447,24 +464,119 @@ TEST(DataConnectionTest, DestroyingTheConnectionCancelsWaitingPushes) {
   receiver.AnswerHeld();
 }
 
-// A raw socket that says hello to `listener`.
-int RawConnection(DataListener* listener) {
+// A raw socket that says `hello` to `listener` (with the listener's token);
+// the listener's answer goes to `accepted`.
+int RawSocket(DataListener* listener, DataHello hello, char* accepted) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(listener->port());
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  char hello[16];
-  std::memcpy(hello, kDataHello, 8);
-  const uint64_t token = listener->token();
-  for (int i = 0; i < 8; ++i) hello[8 + i] = static_cast<char>(token >> (8 * i));
-  iovec iov{hello, sizeof(hello)};
+  // (A listener that never answers fails the test instead of hanging it.)
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  hello.token = listener->token();
+  std::string bytes = EncodeDataHello(hello);
+  iovec iov{bytes.data(), bytes.size()};
   EXPECT_EQ(SendAll(fd, &iov, 1), absl::OkStatus());
+  *accepted = 0;
+  EXPECT_EQ(RecvAll(fd, accepted, 1), absl::OkStatus());
+  return fd;
+}
+
+// A raw connection's first socket, accepted by `listener`.
+int RawConnection(DataListener* listener, uint64_t link = 1) {
   char accepted = 0;
-  EXPECT_EQ(RecvAll(fd, &accepted, 1), absl::OkStatus());
+  const int fd = RawSocket(listener, {0, link, 0}, &accepted);
   EXPECT_EQ(accepted, 1);
   return fd;
+}
+
+// The bytes of a push on a raw connection: the frame of `value` under `key`
+// with `stripe_bytes`, and the first part of the bytes.
+void SendStripedFrame(int fd, uint64_t call_id, const std::string& key,
+                      const Tensor& value,
+                      const std::vector<int64_t>& stripe_bytes) {
+  proto::DataFrame frame;
+  frame.set_call_id(call_id);
+  *frame.mutable_push() = PushHeaderFor(1, key, value);
+  int64_t first = value.TotalBytes();
+  for (const int64_t n : stripe_bytes) {
+    frame.add_stripe_bytes(n);
+    first -= n;
+  }
+  ASSERT_EQ(SendFrame(fd, frame, value.raw_data(), static_cast<size_t>(first)),
+            absl::OkStatus());
+}
+
+// The documented bytes of a striped push, written by hand, arrive whole.
+TEST(DataConnectionTest, AStripedPushFromRawSocketsArrivesWhole) {
+  Receiver receiver;
+  const int first = RawConnection(receiver.listener(), /*link=*/77);
+  char accepted = 0;
+  const int stripe = RawSocket(receiver.listener(), {0, 77, 1}, &accepted);
+  ASSERT_EQ(accepted, 1);
+  const Tensor value = Pattern(3000, 2.0f);  // 12,000 bytes
+  // The stripe's part first: the reader of the first socket waits for it.
+  iovec iov{const_cast<char*>(static_cast<const char*>(value.raw_data())) +
+                8000,
+            4000};
+  ASSERT_EQ(SendAll(stripe, &iov, 1), absl::OkStatus());
+  SendStripedFrame(first, 9, "raw", value, {4000});
+  proto::DataAnswer answer;
+  ASSERT_EQ(RecvFrameHeader(first, &answer), absl::OkStatus());
+  EXPECT_EQ(answer.call_id(), 9u);
+  EXPECT_EQ(answer.code(), 0) << answer.message();
+  EXPECT_TRUE(SameValues(receiver.Received("raw"), value));
+  EXPECT_EQ(receiver.listener()->striped(), 1);
+  close(stripe);
+  close(first);
+}
+
+// A stripe whose hello names no connection, or skips a place, is refused.
+TEST(DataConnectionTest, AStripeWithoutItsConnectionIsRefused) {
+  Receiver receiver;
+  char accepted = 1;
+  close(RawSocket(receiver.listener(), {0, 5, 1}, &accepted));
+  EXPECT_EQ(accepted, 0);
+  const int first = RawConnection(receiver.listener(), /*link=*/5);
+  close(RawSocket(receiver.listener(), {0, 5, 2}, &accepted));
+  EXPECT_EQ(accepted, 0);
+  close(first);
+}
+
+// A push that names more stripes than the connection has is answered with
+// INVALID_ARGUMENT naming the tensor, and the connection ends.
+TEST(DataConnectionTest, AStripedPushWithoutStripesEndsTheConnection) {
+  Receiver receiver;
+  const int fd = RawConnection(receiver.listener());
+  SendStripedFrame(fd, 3, "too_many", Pattern(3000, 1.0f), {4000});
+  proto::DataAnswer answer;
+  ASSERT_EQ(RecvFrameHeader(fd, &answer), absl::OkStatus());
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(answer.message(), HasSubstr("'too_many'"));
+  EXPECT_THAT(answer.message(), HasSubstr("0 stripe(s)"));
+  char byte;
+  EXPECT_FALSE(RecvAll(fd, &byte, 1).ok());
+  close(fd);
+}
+
+// A stripe that closes before its part has come ends its connection: the
+// push is not delivered, and the first socket's reader does not wait on.
+TEST(DataConnectionTest, AStripeThatBreaksEndsItsConnection) {
+  Receiver receiver;
+  const int first = RawConnection(receiver.listener(), /*link=*/8);
+  char accepted = 0;
+  const int stripe = RawSocket(receiver.listener(), {0, 8, 1}, &accepted);
+  ASSERT_EQ(accepted, 1);
+  SendStripedFrame(first, 4, "halved", Pattern(3000, 1.0f), {4000});
+  close(stripe);
+  char byte;
+  EXPECT_THAT(std::string(RecvAll(first, &byte, 1).message()),
+              HasSubstr("closed by the peer"));
+  EXPECT_FALSE(receiver.Received("halved").IsInitialized());
+  close(first);
 }
 
 TEST(DataConnectionTest, AMalformedPushIsAnsweredAndEndsTheConnection) {
@@ -716,6 +828,7 @@ class DataConnectionClusterTest : public ::testing::Test {
   }
 
   static constexpr int64_t kN = int64_t{1} << 18;  // 1 MiB of floats
+  const int kSockets = DataSocketsPerConnection();
 };
 
 TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
@@ -753,8 +866,11 @@ TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
   EXPECT_GE(ps->data_tensors_received() - to_ps, 3);
   EXPECT_GE(worker->data_tensors_received() - to_worker, 3);
   EXPECT_EQ(ps->data_run_graphs() - run_graphs, 7);  // the init, 3 x 2 steps
-  EXPECT_EQ(EstablishedTo(ps->data_port()), 1);
-  EXPECT_EQ(EstablishedTo(worker->data_port()), 1);
+  // The 1 MiB tensors went partly on the connections' second sockets.
+  EXPECT_GE(ps->data_tensors_striped(), 3);
+  EXPECT_GE(worker->data_tensors_striped(), 3);
+  EXPECT_EQ(EstablishedTo(ps->data_port()), kSockets);
+  EXPECT_EQ(EstablishedTo(worker->data_port()), kSockets);
 }
 
 // A pushed tensor whose consumers run long on the ps (a product of two
@@ -803,7 +919,7 @@ TEST_F(DataConnectionClusterTest, LongConsumersOfAPushHandTheReadingOn) {
   const int64_t handoffs = ps->data_reader_handoffs();
   for (int i = 2; i <= 4; ++i) step(static_cast<float>(i));
   EXPECT_GE(ps->data_reader_handoffs() - handoffs, 3);
-  EXPECT_EQ(EstablishedTo(ps->data_port()), 1);
+  EXPECT_EQ(EstablishedTo(ps->data_port()), kSockets);
 }
 
 TEST_F(DataConnectionClusterTest, WithoutThemTensorsCrossOverGrpc) {
@@ -856,7 +972,7 @@ TEST_F(DataConnectionClusterTest, ARestartedPsGetsANewConnection) {
     ASSERT_EQ(step(), absl::OkStatus());
   }
   EXPECT_GT((*cluster)->server("ps", 0)->data_tensors_received(), 0);
-  EXPECT_EQ(EstablishedTo(new_port), 1);
+  EXPECT_EQ(EstablishedTo(new_port), kSockets);
   // The old connection broke with the old process (unless the new listener
   // happens to have the old port).
   if (new_port != old_port) {

@@ -33,6 +33,18 @@ constexpr int kAnswerTimeoutS = 30;
 // tasks, far fewer than a process may start.
 constexpr size_t kMaxConnections = 512;
 
+// Reads and drops `n` bytes.
+absl::Status SkipBytes(int fd, int64_t n) {
+  std::vector<char> scratch(std::min<int64_t>(n, int64_t{1} << 20));
+  for (int64_t left = n; left > 0;) {
+    const size_t chunk = std::min<int64_t>(left, scratch.size());
+    absl::Status s = RecvAll(fd, scratch.data(), chunk, /*rest_of_message=*/true);
+    if (!s.ok()) return s;
+    left -= static_cast<int64_t>(chunk);
+  }
+  return absl::OkStatus();
+}
+
 void SetTimeout(int fd, int option, int seconds) {
   timeval t{seconds, 0};
   setsockopt(fd, SOL_SOCKET, option, &t, sizeof(t));
@@ -113,6 +125,53 @@ struct DataListener::Connection {
   // When the last answer to a RunGraph call that ran for less than
   // kShortStep was written (absl::GetCurrentTimeNanos).
   std::atomic<int64_t> short_step_answered_ns{0};
+  // A first socket's stripes, in order, and the link id that names it in
+  // their hellos (0 for a stripe's own socket).
+  absl::Mutex stripes_mu;
+  std::vector<std::shared_ptr<Stripe>> stripes ABSL_GUARDED_BY(stripes_mu);
+  uint64_t link ABSL_GUARDED_BY(stripes_mu) = 0;
+  bool stripes_ended ABSL_GUARDED_BY(stripes_mu) = false;
+};
+
+// A stripe of a connection (data_socket.h) and the part of a push that its
+// thread reads next.
+struct DataListener::Stripe {
+  explicit Stripe(std::shared_ptr<Connection> socket)
+      : socket(std::move(socket)) {}
+
+  // Has the stripe's thread read the next `n` bytes into `into` (or drop
+  // them, if null); false if the stripe has ended.
+  bool Post(char* into, int64_t n) {
+    absl::MutexLock lock(&mu);
+    if (ended) return false;
+    this->into = into;
+    this->n = n;
+    posted = true;
+    return true;
+  }
+  // Waits for the part posted last to be read; its outcome.
+  absl::Status Wait() {
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(
+        +[](bool* posted) { return !*posted; }, &posted));
+    return status;
+  }
+  // Ends the stripe: its thread returns once it has read what was posted.
+  void End() {
+    shutdown(socket->fd, SHUT_RDWR);
+    absl::MutexLock lock(&mu);
+    ended = true;
+  }
+
+  // The accepted socket.
+  const std::shared_ptr<Connection> socket;
+  absl::Mutex mu;
+  char* into ABSL_GUARDED_BY(mu) = nullptr;
+  int64_t n ABSL_GUARDED_BY(mu) = 0;
+  bool posted ABSL_GUARDED_BY(mu) = false;
+  // The outcome of the last part read.
+  absl::Status status ABSL_GUARDED_BY(mu);
+  bool ended ABSL_GUARDED_BY(mu) = false;
 };
 
 // Marks the reader of a connection, for its turn, as busy with a call's work
@@ -325,25 +384,95 @@ void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
   ConfigureDataSocket(fd);
   SetTimeout(fd, SO_RCVTIMEO, kHelloTimeoutS);
   SetTimeout(fd, SO_SNDTIMEO, kAnswerTimeoutS);
-  char hello[16];
-  if (RecvAll(fd, hello, sizeof(hello)).ok()) {
-    uint64_t token = 0;
-    for (int i = 0; i < 8; ++i) {
-      token |= static_cast<uint64_t>(static_cast<unsigned char>(hello[8 + i]))
-               << (8 * i);
+  char bytes[kDataHelloBytes];
+  DataHello hello;
+  bool ours = false;
+  // For a stripe: the connection it belongs to, and the stripe.
+  std::shared_ptr<Connection> first;
+  std::shared_ptr<Stripe> stripe;
+  if (RecvAll(fd, bytes, sizeof(bytes)).ok() &&
+      DecodeDataHello(bytes, &hello) && hello.token == token_) {
+    if (hello.stripe == 0) {
+      {
+        absl::MutexLock lock(&connection->stripes_mu);
+        connection->link = hello.link;
+      }
+      absl::MutexLock lock(&links_mu_);
+      links_[hello.link] = connection;
+      ours = true;
+    } else {
+      stripe = AttachStripe(hello, connection, &first);
+      ours = stripe != nullptr;
     }
-    const bool ours =
-        std::memcmp(hello, kDataHello, sizeof(kDataHello)) == 0 &&
-        token == token_;
-    char answer = ours ? 1 : 0;
-    iovec iov{&answer, 1};
-    if (SendAll(fd, &iov, 1).ok() && ours) {
-      SetTimeout(fd, SO_RCVTIMEO, 0);  // calls come whenever steps run
+  }
+  char answer = ours ? 1 : 0;
+  iovec iov{&answer, 1};
+  const bool answered = SendAll(fd, &iov, 1).ok();
+  if (answered && ours) {
+    SetTimeout(fd, SO_RCVTIMEO, 0);  // calls come whenever steps run
+    if (stripe == nullptr) {
       ReadCalls(connection, /*turn=*/0);
+    } else {
+      ReadStripe(first, *stripe);
+    }
+    return;
+  }
+  // (A stripe whose sender missed the answer goes unused.)
+  if (stripe != nullptr) stripe->End();
+  EndConnection(connection);
+}
+
+std::shared_ptr<DataListener::Stripe> DataListener::AttachStripe(
+    const DataHello& hello, const std::shared_ptr<Connection>& socket,
+    std::shared_ptr<Connection>* first) {
+  {
+    absl::MutexLock lock(&links_mu_);
+    auto it = links_.find(hello.link);
+    if (it != links_.end()) *first = it->second.lock();
+  }
+  if (*first == nullptr) return nullptr;
+  absl::MutexLock lock(&(*first)->stripes_mu);
+  // Stripes come in order, once their connection has been accepted.
+  if ((*first)->stripes_ended ||
+      hello.stripe != (*first)->stripes.size() + 1 ||
+      hello.stripe >= static_cast<uint32_t>(kMaxDataSockets)) {
+    return nullptr;
+  }
+  auto stripe = std::make_shared<Stripe>(socket);
+  (*first)->stripes.push_back(stripe);
+  return stripe;
+}
+
+void DataListener::ReadStripe(const std::shared_ptr<Connection>& first,
+                              Stripe& stripe) {
+  const int fd = stripe.socket->fd;
+  while (true) {
+    char* into = nullptr;
+    int64_t n = 0;
+    {
+      absl::MutexLock lock(&stripe.mu);
+      auto ready = [&stripe]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu) {
+        return stripe.posted || stripe.ended;
+      };
+      stripe.mu.Await(absl::Condition(&ready));
+      if (!stripe.posted) return;  // ended
+      into = stripe.into;
+      n = stripe.n;
+    }
+    absl::Status s = into != nullptr
+                         ? RecvAll(fd, into, static_cast<size_t>(n))
+                         : SkipBytes(fd, n);
+    {
+      absl::MutexLock lock(&stripe.mu);
+      stripe.status = s;
+      stripe.posted = false;
+      if (!s.ok()) stripe.ended = true;
+    }
+    if (!s.ok()) {
+      EndConnection(first);
       return;
     }
   }
-  EndConnection(connection);
 }
 
 void DataListener::ReadCalls(const std::shared_ptr<Connection>& connection,
@@ -360,11 +489,26 @@ void DataListener::ReadCalls(const std::shared_ptr<Connection>& connection,
 void DataListener::EndConnection(
     const std::shared_ptr<Connection>& connection) {
   shutdown(connection->fd, SHUT_RDWR);
+  std::vector<std::shared_ptr<Stripe>> stripes;
+  uint64_t link = 0;
+  {
+    absl::MutexLock lock(&connection->stripes_mu);
+    connection->stripes_ended = true;
+    stripes = connection->stripes;
+    link = connection->link;
+  }
+  for (const auto& stripe : stripes) stripe->End();
+  if (link != 0) {
+    absl::MutexLock lock(&links_mu_);
+    auto it = links_.find(link);
+    if (it != links_.end() && it->second.lock() == connection) links_.erase(it);
+  }
   // The caller of the steps still running here is gone: nobody would abort
   // them, and their ops may wait for its tensors.
   std::vector<std::shared_ptr<proto::RunGraphRequest>> abandoned;
   {
     absl::MutexLock lock(&connection->calls_mu);
+    if (connection->ended) return;  // (ended before, by a stripe)
     connection->ended = true;
     for (auto& [id, request] : connection->running) {
       abandoned.push_back(request);
@@ -424,7 +568,7 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection,
   }
   switch (frame.kind_case()) {
     case proto::DataFrame::kPush:
-      return ServePush(connection, turn, frame.call_id(), frame.push());
+      return ServePush(connection, turn, frame);
     case proto::DataFrame::kRunGraph:
       ServeRunGraph(connection, turn, frame.call_id(),
                     std::move(*frame.mutable_run_graph()));
@@ -445,10 +589,11 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection,
 }
 
 bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
-                             uint64_t turn, uint64_t id,
-                             const proto::PushTensorHeader& header) {
-  const int fd = connection->fd;
-  if (header.has_same_host() && header.offset() == 0 && handlers_.offer) {
+                             uint64_t turn, const proto::DataFrame& frame) {
+  const uint64_t id = frame.call_id();
+  const proto::PushTensorHeader& header = frame.push();
+  if (header.has_same_host() && header.offset() == 0 && handlers_.offer &&
+      frame.stripe_bytes().empty()) {
     // (The offer's handler checks the header, as for an offer over gRPC.)
     auto response = std::make_shared<proto::PushTensorResponse>();
     Working working(connection.get(), turn);
@@ -467,6 +612,13 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
                      "': a data connection carries whole tensors of fixed-size "
                      "types only"));
   }
+  std::vector<std::shared_ptr<Stripe>> stripes;
+  if (spec.ok() && !frame.stripe_bytes().empty()) {
+    if (absl::Status s = CheckStripes(*connection, frame, total, &stripes);
+        !s.ok()) {
+      spec = s;
+    }
+  }
   if (!spec.ok()) {
     DF_LOG(Warning) << "data connection from " << connection->peer << ": "
                     << spec.status().message() << "; closing it";
@@ -474,27 +626,19 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
     return false;
   }
   absl::StatusOr<Tensor> value = Allocate(spec->dtype, spec->shape, total);
+  const int64_t start_ns = trace::SpanStart();
+  // (Without a tensor the bytes are read past, so that the next call is
+  // found.)
+  if (!ReceiveBytes(*connection, frame, total, stripes,
+                    value.ok() ? static_cast<char*>(value->raw_data()) : nullptr)) {
+    return false;
+  }
   if (!value.ok()) {
-    // Read past the bytes, so that the next call is found.
-    std::vector<char> scratch(std::min<int64_t>(total, int64_t{1} << 20));
-    for (int64_t left = total; left > 0;) {
-      const size_t n = std::min<int64_t>(left, scratch.size());
-      if (!RecvAll(fd, scratch.data(), n, /*rest_of_message=*/true).ok()) {
-        return false;
-      }
-      left -= static_cast<int64_t>(n);
-    }
     connection->Answer(
         id, absl::Status(value.status().code(),
                          absl::StrCat("PushTensor '", header.key(),
                                       "': ", value.status().message())));
     return true;
-  }
-  const int64_t start_ns = trace::SpanStart();
-  if (!RecvAll(fd, value->raw_data(), static_cast<size_t>(total),
-               /*rest_of_message=*/true)
-           .ok()) {
-    return false;
   }
   if (start_ns >= 0) {  // (the name is built only when recording)
     trace::EndSpan("transfer",
@@ -508,6 +652,65 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
                       connection->Answer(id, status);
                     });
   return true;
+}
+
+absl::Status DataListener::CheckStripes(
+    Connection& connection, const proto::DataFrame& frame, int64_t total,
+    std::vector<std::shared_ptr<Stripe>>* stripes) {
+  {
+    absl::MutexLock lock(&connection.stripes_mu);
+    *stripes = connection.stripes;
+  }
+  int64_t striped = 0;
+  bool negative = false;
+  for (const int64_t n : frame.stripe_bytes()) {
+    negative |= n < 0;
+    striped += std::max<int64_t>(n, 0);
+  }
+  if (static_cast<size_t>(frame.stripe_bytes_size()) > stripes->size() ||
+      negative || striped > total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushTensor '", frame.push().key(), "': its ",
+        frame.stripe_bytes_size(), " stripe part(s) of ", striped,
+        " bytes do not fit a tensor of ", total, " bytes on a connection with ",
+        stripes->size(), " stripe(s)"));
+  }
+  stripes->resize(static_cast<size_t>(frame.stripe_bytes_size()));
+  return absl::OkStatus();
+}
+
+bool DataListener::ReceiveBytes(
+    Connection& connection, const proto::DataFrame& frame, int64_t total,
+    const std::vector<std::shared_ptr<Stripe>>& stripes, char* into) {
+  // The stripes read the last parts while this thread reads the first.
+  int64_t at = total;
+  for (const int64_t n : frame.stripe_bytes()) at -= n;
+  const int64_t first = at;
+  size_t posted = 0;
+  for (; posted < stripes.size(); ++posted) {
+    const int64_t n = frame.stripe_bytes(static_cast<int>(posted));
+    if (!stripes[posted]->Post(into != nullptr ? into + at : nullptr, n)) break;
+    at += n;
+  }
+  absl::Status s =
+      posted < stripes.size()
+          ? absl::UnavailableError("a stripe of the connection has ended")
+      : into != nullptr
+          ? RecvAll(connection.fd, into, static_cast<size_t>(first),
+                    /*rest_of_message=*/true)
+          : SkipBytes(connection.fd, first);
+  if (!s.ok()) {
+    // (Wakes the stripes out of their reads: `into` must outlive them.)
+    for (const auto& stripe : stripes) stripe->End();
+  }
+  for (size_t i = 0; i < posted; ++i) {
+    absl::Status read = stripes[i]->Wait();
+    if (s.ok()) s = read;
+  }
+  if (s.ok() && !stripes.empty()) {
+    striped_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return s.ok();
 }
 
 void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
@@ -610,6 +813,11 @@ int64_t LazyDataListener::run_graphs() {
 int64_t LazyDataListener::handoffs() {
   absl::MutexLock lock(&mu_);
   return listener_ != nullptr ? listener_->handoffs() : 0;
+}
+
+int64_t LazyDataListener::striped() {
+  absl::MutexLock lock(&mu_);
+  return listener_ != nullptr ? listener_->striped() : 0;
 }
 
 }  // namespace distflow

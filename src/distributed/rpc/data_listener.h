@@ -30,10 +30,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "distflow/tensor.h"
+#include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/recv_buffer_pool.h"
 #include "distributed/worker_interface.h"
 #include "proto/worker.pb.h"
@@ -106,6 +108,8 @@ class DataListener {
   int64_t received() const { return received_.load(); }
   int64_t run_graphs() const { return run_graphs_.load(); }
   int64_t handoffs() const { return handoffs_.load(); }
+  // Pushes whose bytes came partly on stripes (data_socket.h), for tests.
+  int64_t striped() const { return striped_.load(); }
 
   // Stops accepting, ends every connection (their senders see them break)
   // and waits for the threads. Answers of pushes still being delivered are
@@ -114,6 +118,7 @@ class DataListener {
 
  private:
   struct Connection;
+  struct Stripe;
   DataListener(int fd, int port, std::shared_ptr<RecvBufferPool> pool,
                Handlers handlers);
   class Working;
@@ -138,7 +143,28 @@ class DataListener {
   // Reads one call and hands it over; false when the connection is done.
   bool ServeOne(const std::shared_ptr<Connection>& connection, uint64_t turn);
   bool ServePush(const std::shared_ptr<Connection>& connection, uint64_t turn,
-                 uint64_t id, const proto::PushTensorHeader& header);
+                 const proto::DataFrame& frame);
+  // Checks a push's stripe parts against the connection's stripes, and
+  // gives the stripes that carry them.
+  absl::Status CheckStripes(Connection& connection,
+                            const proto::DataFrame& frame, int64_t total,
+                            std::vector<std::shared_ptr<Stripe>>* stripes);
+  // Reads a push's `total` bytes into `into` (or past them, if null): the
+  // first part from the connection, the rest by `stripes`. False when the
+  // connection or a stripe broke.
+  bool ReceiveBytes(Connection& connection, const proto::DataFrame& frame,
+                    int64_t total,
+                    const std::vector<std::shared_ptr<Stripe>>& stripes,
+                    char* into);
+  // Attaches `socket`, whose hello names it a stripe, to its connection
+  // (`*first`); null if there is no such connection or the stripe comes out
+  // of order.
+  std::shared_ptr<Stripe> AttachStripe(const DataHello& hello,
+                                       const std::shared_ptr<Connection>& socket,
+                                       std::shared_ptr<Connection>* first);
+  // Reads the parts that the connection's reader posts to `stripe`, until
+  // it ends; a stripe that breaks ends its connection.
+  void ReadStripe(const std::shared_ptr<Connection>& first, Stripe& stripe);
   void ServeRunGraph(const std::shared_ptr<Connection>& connection,
                      uint64_t turn, uint64_t id,
                      proto::RunGraphRequest&& request);
@@ -159,6 +185,7 @@ class DataListener {
   std::atomic<int64_t> received_{0};
   std::atomic<int64_t> run_graphs_{0};
   std::atomic<int64_t> handoffs_{0};
+  std::atomic<int64_t> striped_{0};
   // Whether a reader is polling (AwaitNextFrame).
   std::atomic<bool> polling_{false};
   // The RunGraph calls running on all connections (shared with their
@@ -179,6 +206,10 @@ class DataListener {
     std::vector<Reader> readers;
   };
   std::vector<Served> served_ ABSL_GUARDED_BY(mu_);
+  // Connections by the link id of their hello, for their stripes to find.
+  absl::Mutex links_mu_;
+  absl::flat_hash_map<uint64_t, std::weak_ptr<Connection>> links_
+      ABSL_GUARDED_BY(links_mu_);
 };
 
 // A task's DataListener, made when it is first needed: when the first push or
@@ -203,11 +234,13 @@ class LazyDataListener {
   // Closes the listener, if made, and makes Get return null from now on.
   void Close();
   // The listener's port, the tensors it received, the RunGraph calls it
-  // took and its readings handed on (0 before it is made).
+  // took, its readings handed on and its striped pushes (0 before it is
+  // made).
   int port();
   int64_t received();
   int64_t run_graphs();
   int64_t handoffs();
+  int64_t striped();
 
  private:
   const std::string host_;

@@ -8,7 +8,9 @@
 #include <sched.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -48,6 +50,54 @@ absl::Status SendAll(int fd, iovec* iov, int count) {
     }
   }
   return absl::OkStatus();
+}
+
+std::string EncodeDataHello(const DataHello& hello) {
+  std::string bytes(kDataHello, sizeof(kDataHello));
+  auto append = [&bytes](uint64_t value, int n) {
+    for (int i = 0; i < n; ++i) bytes.push_back(static_cast<char>(value >> (8 * i)));
+  };
+  append(hello.token, 8);
+  append(hello.link, 8);
+  append(hello.stripe, 4);
+  return bytes;
+}
+
+bool DecodeDataHello(const char* bytes, DataHello* hello) {
+  if (std::memcmp(bytes, kDataHello, sizeof(kDataHello)) != 0) return false;
+  auto read = [bytes](size_t at, int n) {
+    uint64_t value = 0;
+    for (int i = 0; i < n; ++i) {
+      value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[at + i]))
+               << (8 * i);
+    }
+    return value;
+  };
+  hello->token = read(8, 8);
+  hello->link = read(16, 8);
+  hello->stripe = static_cast<uint32_t>(read(24, 4));
+  return true;
+}
+
+int DataSocketsFromEnv(int configured) {
+  int sockets = configured;
+  if (const char* env = std::getenv("DISTFLOW_DATA_SOCKETS")) {
+    sockets = std::atoi(env);
+  }
+  return std::clamp(sockets, 1, kMaxDataSockets);
+}
+
+std::vector<int64_t> StripeParts(int64_t total, int sockets) {
+  constexpr int64_t kPage = 4096;
+  std::vector<int64_t> parts;
+  int64_t start = 0;
+  for (int i = 1; i < sockets; ++i) {
+    const int64_t end = total / sockets * i / kPage * kPage;
+    parts.push_back(std::max<int64_t>(end - start, 0));
+    start = std::max(start, end);
+  }
+  parts.push_back(total - start);
+  return parts;
 }
 
 bool PollingLeavesACore() { return ThreadPool::HardwareThreads() > 1; }

@@ -13,11 +13,27 @@
 // call while there is no data connection. The bytes on the wire
 // (docs/formats.md, "Data connections"):
 //
-//   sender -> receiver: "dfdata02", token (uint64 little-endian); then per
-//     call [uint32 little-endian n][n bytes: DataFrame][a push's raw bytes]
+//   sender -> receiver: a hello (below); then per call [uint32
+//     little-endian n][n bytes: DataFrame][a push's raw bytes]
 //   receiver -> sender: one byte (1: the token is this server's); then per
 //     call [uint32 little-endian n][n bytes: DataAnswer][a RunGraph's
 //     serialized RunGraphResponse, run_graph_bytes long]
+//
+// A connection may have stripes: more sockets between the same two tasks,
+// each opened with a hello that names the connection. A large push's last
+// bytes then go on the stripes, each written by a thread of its own and read
+// by a thread of the receiver's straight into the same tensor, while the
+// first socket carries the frame and the first part. One TCP stream between
+// two processes of a 2-core virtual machine moved 4 MiB messages at about
+// 3.5 GB/s, two streams at 5-12 GB/s (docs/benchmarks.md, "Large tensors
+// on two sockets"); between hosts, several streams are how fast links are
+// filled.
+//
+//   sender -> receiver, on each socket: "dfdata03", token, link id (each a
+//     uint64 little-endian), stripe (uint32 little-endian; 0: the first
+//     socket)
+//   on a stripe, sender -> receiver: the stripe's part of each striped push,
+//     in the order of their frames (DataFrame.stripe_bytes)
 //
 // This file: what both ends share. data_connection.h is the sender's end,
 // data_listener.h the receiver's.
@@ -29,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "google/protobuf/message_lite.h"
@@ -40,8 +57,39 @@ namespace distflow {
 // gRPC, for example to measure the difference).
 bool DataConnectionAllowedByEnv();
 
-// The first bytes a sender writes, before the token.
-inline constexpr char kDataHello[8] = {'d', 'f', 'd', 'a', 't', 'a', '0', '2'};
+// The first bytes a sender writes on each socket, before the rest of its
+// hello.
+inline constexpr char kDataHello[8] = {'d', 'f', 'd', 'a', 't', 'a', '0', '3'};
+
+// What a socket's hello says: the listener's token, the connection the socket
+// belongs to (a random link id that the sender draws), and its place in it.
+struct DataHello {
+  uint64_t token = 0;
+  uint64_t link = 0;
+  // 0: the connection's first socket, which carries the frames; 1 and on:
+  // its stripes, opened in that order once the first has been accepted.
+  uint32_t stripe = 0;
+};
+inline constexpr size_t kDataHelloBytes = 28;
+std::string EncodeDataHello(const DataHello& hello);
+// False when `bytes` (kDataHelloBytes of them) are not a hello of this
+// version.
+bool DecodeDataHello(const char* bytes, DataHello* hello);
+
+// The most sockets a data connection has.
+inline constexpr int kMaxDataSockets = 8;
+// The sockets per data connection: `configured` (ServerOptions::data_sockets),
+// unless the environment variable DISTFLOW_DATA_SOCKETS says otherwise; held
+// to 1..kMaxDataSockets.
+int DataSocketsFromEnv(int configured);
+// Pushes of at least this many bytes are split across a connection's
+// sockets; below it, the hand-over to the stripes' threads costs more than
+// it saves.
+inline constexpr int64_t kStripeMinBytes = int64_t{512} << 10;
+// How a push of `total` bytes is split across `sockets` sockets: each
+// socket's part, the first socket's first. The parts but the last are
+// multiples of 4 KiB (pages of the tensors' buffers).
+std::vector<int64_t> StripeParts(int64_t total, int sockets);
 
 // The longest frame header either end accepts (a push header names a key and
 // a shape, a RunGraph call a graph and a step: far less).

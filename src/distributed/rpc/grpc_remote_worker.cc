@@ -79,7 +79,8 @@ class GrpcRemoteWorker : public WorkerInterface {
         address_(std::move(address)),
         deadlines_(deadlines),
         same_host_(paths.same_host && !SameHostIdentity().empty()),
-        data_connection_(paths.data_connection) {
+        data_connection_(paths.data_connection),
+        data_sockets_(paths.data_sockets) {
     run_graph_stream_.prepare = [this](grpc::ClientContext* ctx,
                                        grpc::CompletionQueue* cq) {
       return stub_->PrepareAsyncRunGraphStream(ctx, cq);
@@ -573,8 +574,9 @@ class GrpcRemoteWorker : public WorkerInterface {
       return;
     }
     data_token_ = offer.token();
-    data_ = std::make_shared<DataConnection>(
-        HostOfAddress(address_), offer.port(), offer.token(), task_, address_);
+    data_ = std::make_shared<DataConnection>(HostOfAddress(address_),
+                                             offer.port(), offer.token(), task_,
+                                             address_, data_sockets_);
   }
 
   // Takes the data connection, which was refused or broke. One that was
@@ -677,6 +679,7 @@ class GrpcRemoteWorker : public WorkerInterface {
   // not be opened, and when (it is not tried again for a while, and is
   // reported once); and whether this worker is being destroyed.
   const bool data_connection_;
+  const int data_sockets_;
   absl::Mutex data_mu_;
   // (Shared with pushes in progress, which write outside the lock.)
   std::shared_ptr<DataConnection> data_ ABSL_GUARDED_BY(data_mu_);

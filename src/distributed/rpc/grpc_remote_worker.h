@@ -27,6 +27,8 @@ struct PushPaths {
   // Otherwise pushed on a data connection (data_connection.h) once the peer
   // offers one.
   bool data_connection = true;
+  // The sockets of a data connection (DataConnection).
+  int data_sockets = 1;
 };
 
 // `task` ("/job:ps/replica:0/task:0") and `address` name the peer in errors.

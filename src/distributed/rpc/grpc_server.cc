@@ -192,6 +192,7 @@ absl::Status GrpcServer::Start() {
   paths.same_host = same_host;
   paths.data_connection =
       options_.data_connection && DataConnectionAllowedByEnv();
+  paths.data_sockets = DataSocketsFromEnv(options_.data_sockets);
   worker_cache_ = std::make_unique<GrpcWorkerCache>(
       cluster(), task_name_, nullptr, deadlines, paths, rpc_threads_.get(),
       local_socket);

@@ -62,6 +62,10 @@ class GrpcServer : public Server {
   int64_t data_tensors_received() const {
     return data_listener_ != nullptr ? data_listener_->received() : 0;
   }
+  // Of those, the ones whose bytes came partly on stripes (data_socket.h).
+  int64_t data_tensors_striped() const {
+    return data_listener_ != nullptr ? data_listener_->striped() : 0;
+  }
   int64_t data_run_graphs() const {
     return data_listener_ != nullptr ? data_listener_->run_graphs() : 0;
   }

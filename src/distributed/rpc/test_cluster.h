@@ -17,6 +17,7 @@
 #include "distflow/ops.h"
 #include "distflow/scope.h"
 #include "distflow/session.h"
+#include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/grpc_server.h"
 #include "gtest/gtest.h"
 
@@ -55,6 +56,12 @@ inline int EstablishedTo(int port) {
     if (std::stoi(local.substr(colon + 1), nullptr, 16) == port) ++n;
   }
   return n;
+}
+
+// The sockets of each data connection between the servers of a test
+// cluster (ServerOptions::data_sockets, or DISTFLOW_DATA_SOCKETS).
+inline int DataSocketsPerConnection() {
+  return DataSocketsFromEnv(ServerOptions().data_sockets);
 }
 
 // Waits up to 15 s for EstablishedTo(port) to reach `want`; its last value.
