@@ -17,7 +17,12 @@
 // that has come. A second raw stream, whose reader polls for the rest of a
 // message before it sleeps as distflow's does (RecvAll, data_socket.h), is
 // printed beside it: on a virtual machine, where waking a sleeping thread
-// costs tens of microseconds, it is the faster of the two.
+// costs tens of microseconds, it is the faster of the two. So is a third
+// raw peer, for information: two streams, each moving half of every message
+// with a thread of its own at each end, without waiting for each other
+// between messages (the most two streams can do; distflow splits a large
+// tensor across the two sockets of its data connection in the same way, but
+// its halves go together).
 // Usage: transport_bench [SIZE_KIB...] (default: 4, 1024, 65536, 524288).
 #include <netinet/tcp.h>
 
@@ -59,21 +64,9 @@ bool ReadAll(int fd, char* p, size_t n) {
   return true;
 }
 
+// Reads length-prefixed messages from `fd`, answering each with a byte.
 // `polls`: the reader polls for the rest of a message before it sleeps.
-int TcpSink(int port, bool polls) {
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(listener, 1) != 0) {
-    return 1;
-  }
-  int fd = accept(listener, nullptr, nullptr);
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+void SinkMessages(int fd, bool polls) {
   std::vector<char> buffer;
   uint64_t n = 0;
   while (ReadAll(fd, reinterpret_cast<char*>(&n), sizeof(n))) {
@@ -86,6 +79,28 @@ int TcpSink(int port, bool polls) {
     char ack = 1;
     if (!WriteAll(fd, &ack, 1)) break;
   }
+}
+
+// Serves `streams` connections on `port`, each on a thread of its own.
+int TcpSink(int port, bool polls, int streams) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener, streams) != 0) {
+    return 1;
+  }
+  std::vector<std::thread> readers;
+  for (int i = 0; i < streams; ++i) {
+    int fd = accept(listener, nullptr, nullptr);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    readers.emplace_back(SinkMessages, fd, polls);
+  }
+  for (std::thread& reader : readers) reader.join();
   return 0;
 }
 
@@ -116,20 +131,36 @@ int Reps(int64_t bytes) {
       std::max<int64_t>(3, std::min<int64_t>(2000, target / bytes)));
 }
 
-double MeasureTcp(int fd, int64_t bytes) {
-  std::vector<char> data(bytes, 1);
-  auto once = [&] {
+// Sends `reps` messages of `bytes` on `fd`, each answered before the next.
+void SendMessages(int fd, const std::vector<char>& data, int64_t bytes,
+                  int reps) {
+  for (int i = 0; i < reps; ++i) {
     uint64_t n = bytes;
     char ack;
     WriteAll(fd, reinterpret_cast<char*>(&n), sizeof(n));
     WriteAll(fd, data.data(), bytes);
     ReadAll(fd, &ack, 1);
+  }
+}
+
+// GB/s of messages of `bytes` split evenly across the streams `fds`, each
+// sent by a thread of its own.
+double MeasureTcp(const std::vector<int>& fds, int64_t bytes) {
+  const int64_t share = bytes / static_cast<int64_t>(fds.size());
+  std::vector<char> data(bytes, 1);
+  auto run = [&](int reps) {
+    std::vector<std::thread> senders;
+    for (const int fd : fds) {
+      senders.emplace_back(SendMessages, fd, std::cref(data), share, reps);
+    }
+    for (std::thread& sender : senders) sender.join();
   };
-  once();
+  run(1);
   const int reps = Reps(bytes);
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) once();
-  return bytes * reps / bench::Seconds(start) / 1e9;
+  run(reps);
+  return share * static_cast<int64_t>(fds.size()) * reps /
+         bench::Seconds(start) / 1e9;
 }
 
 struct DistflowResult {
@@ -228,8 +259,9 @@ DistflowResult MeasureOnNewTasks(Path path, int64_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::string(argv[1]) == "--tcp_sink") {
-    return TcpSink(std::stoi(argv[2]), std::string(argv[3]) == "polls");
+  if (argc == 5 && std::string(argv[1]) == "--tcp_sink") {
+    return TcpSink(std::stoi(argv[2]), std::string(argv[3]) == "polls",
+                   std::stoi(argv[4]));
   }
   if (argc == 5 && std::string(argv[1]) == "--ps") {
     df::ClusterMap cluster = {{"ps", {argv[2]}}, {"worker", {argv[3]}}};
@@ -243,12 +275,18 @@ int main(int argc, char** argv) {
   }
   const std::string self = "/proc/self/exe";
   const int tcp_port = bench::PickFreePort();
-  bench::Child sink({self, "--tcp_sink", std::to_string(tcp_port), "sleeps"});
+  bench::Child sink(
+      {self, "--tcp_sink", std::to_string(tcp_port), "sleeps", "1"});
   const int fd = ConnectWithRetry(tcp_port);
   const int polling_port = bench::PickFreePort();
   bench::Child polling_sink(
-      {self, "--tcp_sink", std::to_string(polling_port), "polls"});
+      {self, "--tcp_sink", std::to_string(polling_port), "polls", "1"});
   const int polling_fd = ConnectWithRetry(polling_port);
+  const int two_port = bench::PickFreePort();
+  bench::Child two_sink(
+      {self, "--tcp_sink", std::to_string(two_port), "sleeps", "2"});
+  const std::vector<int> two_fds = {ConnectWithRetry(two_port),
+                                    ConnectWithRetry(two_port)};
   // Sizes in KiB from the command line, or the default four.
   std::vector<int64_t> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::stoll(argv[i]) << 10);
@@ -257,10 +295,11 @@ int main(int argc, char** argv) {
              int64_t{512} << 20};
   }
   std::printf(
-      "%-8s %11s %11s %11s %12s %12s %8s %8s %8s %8s %9s %9s %9s %7s\n",
+      "%-8s %11s %11s %11s %12s %12s %12s %8s %8s %8s %8s %8s %9s %9s %9s "
+      "%7s\n",
       "size", "mapped GB/s", "copied GB/s", "TCP GB/s", "raw TCP GB/s",
-      "polling GB/s", "mapped", "copied", "TCP", "TCP/poll", "CPU us",
-      "CPU us", "CPU us", "stolen");
+      "polling GB/s", "2 strm GB/s", "mapped", "copied", "TCP", "TCP/poll",
+      "TCP/2str", "CPU us", "CPU us", "CPU us", "stolen");
   for (int64_t bytes : sizes) {
     // The three in turn, kRounds times, keeping each one's best round: a
     // burst of other load then costs one round of one side, not the ratio.
@@ -270,14 +309,16 @@ int main(int argc, char** argv) {
     struct Best {
       double tcp = 0;
       double polling_tcp = 0;
+      double two_streams = 0;
       DistflowResult path[3];  // by Path
     };
     bench::QuietRounds<Best> rounds(kRounds);
     const bench::StealMeter steal;
     while (rounds.WantsAnother()) {
       const bench::StealMeter round_steal;
-      const double t = MeasureTcp(fd, bytes);
-      const double polling = MeasureTcp(polling_fd, bytes);
+      const double t = MeasureTcp({fd}, bytes);
+      const double polling = MeasureTcp({polling_fd}, bytes);
+      const double two = MeasureTcp(two_fds, bytes);
       DistflowResult r[3];
       for (Path p : {Path::kMapped, Path::kCopied, Path::kTcp}) {
         r[static_cast<int>(p)] = MeasureOnNewTasks(p, bytes);
@@ -285,6 +326,7 @@ int main(int argc, char** argv) {
       rounds.Record(round_steal.Share(), [&](Best* best) {
         best->tcp = std::max(best->tcp, t);
         best->polling_tcp = std::max(best->polling_tcp, polling);
+        best->two_streams = std::max(best->two_streams, two);
         for (int i = 0; i < 3; ++i) {
           if (r[i].gbps > best->path[i].gbps) best->path[i] = r[i];
         }
@@ -292,16 +334,18 @@ int main(int argc, char** argv) {
     }
     const double tcp = rounds.best().tcp;
     const double polling_tcp = rounds.best().polling_tcp;
+    const double two_streams = rounds.best().two_streams;
     const DistflowResult* best = rounds.best().path;
     const std::string label = bytes >= (1 << 20)
                                   ? absl::StrCat(bytes >> 20, " MiB")
                                   : absl::StrCat(bytes >> 10, " KiB");
     std::printf(
-        "%-8s %11.3f %11.3f %11.3f %12.3f %12.3f %8.2f %8.2f %8.2f %8.2f "
-        "%9.0f %9.0f %9.0f %6.0f%%%s\n",
+        "%-8s %11.3f %11.3f %11.3f %12.3f %12.3f %12.3f %8.2f %8.2f %8.2f "
+        "%8.2f %8.2f %9.0f %9.0f %9.0f %6.0f%%%s\n",
         label.c_str(), best[0].gbps, best[1].gbps, best[2].gbps, tcp,
-        polling_tcp, best[0].gbps / tcp, best[1].gbps / tcp,
+        polling_tcp, two_streams, best[0].gbps / tcp, best[1].gbps / tcp,
         best[2].gbps / tcp, best[2].gbps / polling_tcp,
+        best[2].gbps / two_streams,
         best[0].cpu_us_per_step, best[1].cpu_us_per_step,
         best[2].cpu_us_per_step, 100 * steal.Share(),
         rounds.any_quiet() ? "" : "  (every round lost CPU time to the host)");
@@ -310,9 +354,11 @@ int main(int argc, char** argv) {
   std::printf(
       "(distflow's three paths: mapped where it lies on the ps (no byte "
       "moves), copied out of the ps's memory, over TCP; raw TCP with a plain "
-      "reader, and with a reader that polls for the rest of a message; the "
-      "three paths' ratios to raw TCP with the plain reader, and the TCP "
-      "path's to the polling one, the best of %d alternating rounds each; "
+      "reader, with a reader that polls for the rest of a message, and on "
+      "two streams that each carry half of every message; the three paths' "
+      "ratios to raw TCP with the plain reader, and the TCP path's to the "
+      "polling one and to the two streams, the best of %d alternating rounds "
+      "each; "
       "then the CPU time of both "
       "tasks per step on each path in their best rounds; the share of the "
       "machine's CPU time its host stole during all rounds of the size, of "
@@ -321,5 +367,6 @@ int main(int argc, char** argv) {
       kRounds, 100 * bench::kQuietStealShare);
   close(fd);
   close(polling_fd);
+  for (const int two_fd : two_fds) close(two_fd);
   return 0;
 }
