@@ -75,7 +75,7 @@ struct ServerOptions {
   // only the task's port through) keeps pushing over gRPC. The environment
   // variable DISTFLOW_DATA_CONNECTION=0 also turns it off.
   bool data_connection = true;
-  // TCP connections per data connection (1 to 8): tensors of 512 KiB or more
+  // TCP connections per data connection (1 to 8): tensors of 1 MiB or more
   // are split across them, each part written and read by a thread of its
   // own, which lets a transfer use more than one core on each end (on a
   // 2-core machine, two streams moved 4 MiB messages 1.5-3 times as fast as
