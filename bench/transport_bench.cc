@@ -345,9 +345,8 @@ int main(int argc, char** argv) {
         label.c_str(), best[0].gbps, best[1].gbps, best[2].gbps, tcp,
         polling_tcp, two_streams, best[0].gbps / tcp, best[1].gbps / tcp,
         best[2].gbps / tcp, best[2].gbps / polling_tcp,
-        best[2].gbps / two_streams,
-        best[0].cpu_us_per_step, best[1].cpu_us_per_step,
-        best[2].cpu_us_per_step, 100 * steal.Share(),
+        best[2].gbps / two_streams, best[0].cpu_us_per_step,
+        best[1].cpu_us_per_step, best[2].cpu_us_per_step, 100 * steal.Share(),
         rounds.any_quiet() ? "" : "  (every round lost CPU time to the host)");
     std::fflush(stdout);
   }

@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "core/gathered_tensor.h"
 #include "base/logging.h"
+#include "core/gathered_tensor.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.pb.h"
@@ -322,11 +322,10 @@ std::vector<int> DataConnection::Core::ConnectStripes() {
     absl::StatusOr<int> fd = Connect(static_cast<uint32_t>(stripe));
     if (!fd.ok()) {
       // (The connection goes on with the stripes it has.)
-      DF_LOG(Warning) << "data connection to task " << task << " at "
-                      << address << ": stripe " << stripe
-                      << " cannot be opened (" << fd.status().message()
-                      << "); large tensors go on " << stripe
-                      << " socket(s)";
+      DF_LOG(Warning) << "data connection to task " << task << " at " << address
+                      << ": stripe " << stripe << " cannot be opened ("
+                      << fd.status().message() << "); large tensors go on "
+                      << stripe << " socket(s)";
       break;
     }
     fds.push_back(*fd);
@@ -384,9 +383,9 @@ void DataConnection::Core::Fail(const absl::Status& reason) {
 DataConnection::DataConnection(std::string host, int port, uint64_t token,
                                std::string task, std::string address,
                                int sockets)
-    : core_(std::make_shared<Core>(
-          std::move(host), port, token, std::move(task), std::move(address),
-          std::clamp(sockets, 1, kMaxDataSockets))) {
+    : core_(std::make_shared<Core>(std::move(host), port, token,
+                                   std::move(task), std::move(address),
+                                   std::clamp(sockets, 1, kMaxDataSockets))) {
   writer_ = std::thread(&DataConnection::WriteLoop, core_);
   reader_ = std::thread(&DataConnection::ReadLoop, core_);
 }

@@ -9,10 +9,10 @@
 // which takes the task's answers, hands each to its call's callback, and
 // ends calls past their deadline; while calls wait on a task that has been
 // silent for 2 s, it pings the task, and ends the connection if the task
-// does not answer within 5 s (stopped or hung). A call fails alone when the task refuses
-// it or its deadline passes; when the connection breaks, every call still
-// waiting fails with UNAVAILABLE naming the task and its address, and the
-// connection takes no more (the caller goes over gRPC, whose answer may
+// does not answer within 5 s (stopped or hung). A call fails alone when the
+// task refuses it or its deadline passes; when the connection breaks, every
+// call still waiting fails with UNAVAILABLE naming the task and its address,
+// and the connection takes no more (the caller goes over gRPC, whose answer may
 // offer a new one).
 #ifndef DISTFLOW_DISTRIBUTED_RPC_DATA_CONNECTION_H_
 #define DISTFLOW_DISTRIBUTED_RPC_DATA_CONNECTION_H_

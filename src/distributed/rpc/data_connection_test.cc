@@ -519,9 +519,9 @@ TEST(DataConnectionTest, AStripedPushFromRawSocketsArrivesWhole) {
   ASSERT_EQ(accepted, 1);
   const Tensor value = Pattern(3000, 2.0f);  // 12,000 bytes
   // The stripe's part first: the reader of the first socket waits for it.
-  iovec iov{const_cast<char*>(static_cast<const char*>(value.raw_data())) +
-                8000,
-            4000};
+  iovec iov{
+      const_cast<char*>(static_cast<const char*>(value.raw_data())) + 8000,
+      4000};
   ASSERT_EQ(SendAll(stripe, &iov, 1), absl::OkStatus());
   SendStripedFrame(first, 9, "raw", value, {4000});
   proto::DataAnswer answer;
@@ -554,7 +554,8 @@ TEST(DataConnectionTest, AStripedPushWithoutStripesEndsTheConnection) {
   SendStripedFrame(fd, 3, "too_many", Pattern(3000, 1.0f), {4000});
   proto::DataAnswer answer;
   ASSERT_EQ(RecvFrameHeader(fd, &answer), absl::OkStatus());
-  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(answer.code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(answer.message(), HasSubstr("'too_many'"));
   EXPECT_THAT(answer.message(), HasSubstr("0 stripe(s)"));
   char byte;

@@ -38,7 +38,8 @@ absl::Status SkipBytes(int fd, int64_t n) {
   std::vector<char> scratch(std::min<int64_t>(n, int64_t{1} << 20));
   for (int64_t left = n; left > 0;) {
     const size_t chunk = std::min<int64_t>(left, scratch.size());
-    absl::Status s = RecvAll(fd, scratch.data(), chunk, /*rest_of_message=*/true);
+    absl::Status s =
+        RecvAll(fd, scratch.data(), chunk, /*rest_of_message=*/true);
     if (!s.ok()) return s;
     left -= static_cast<int64_t>(chunk);
   }
@@ -433,8 +434,7 @@ std::shared_ptr<DataListener::Stripe> DataListener::AttachStripe(
   if (*first == nullptr) return nullptr;
   absl::MutexLock lock(&(*first)->stripes_mu);
   // Stripes come in order, once their connection has been accepted.
-  if ((*first)->stripes_ended ||
-      hello.stripe != (*first)->stripes.size() + 1 ||
+  if ((*first)->stripes_ended || hello.stripe != (*first)->stripes.size() + 1 ||
       hello.stripe >= static_cast<uint32_t>(kMaxDataSockets)) {
     return nullptr;
   }
@@ -459,9 +459,8 @@ void DataListener::ReadStripe(const std::shared_ptr<Connection>& first,
       into = stripe.into;
       n = stripe.n;
     }
-    absl::Status s = into != nullptr
-                         ? RecvAll(fd, into, static_cast<size_t>(n))
-                         : SkipBytes(fd, n);
+    absl::Status s = into != nullptr ? RecvAll(fd, into, static_cast<size_t>(n))
+                                     : SkipBytes(fd, n);
     {
       absl::MutexLock lock(&stripe.mu);
       stripe.status = s;
@@ -629,8 +628,9 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
   const int64_t start_ns = trace::SpanStart();
   // (Without a tensor the bytes are read past, so that the next call is
   // found.)
-  if (!ReceiveBytes(*connection, frame, total, stripes,
-                    value.ok() ? static_cast<char*>(value->raw_data()) : nullptr)) {
+  if (!ReceiveBytes(
+          *connection, frame, total, stripes,
+          value.ok() ? static_cast<char*>(value->raw_data()) : nullptr)) {
     return false;
   }
   if (!value.ok()) {

@@ -159,9 +159,9 @@ class DataListener {
   // Attaches `socket`, whose hello names it a stripe, to its connection
   // (`*first`); null if there is no such connection or the stripe comes out
   // of order.
-  std::shared_ptr<Stripe> AttachStripe(const DataHello& hello,
-                                       const std::shared_ptr<Connection>& socket,
-                                       std::shared_ptr<Connection>* first);
+  std::shared_ptr<Stripe> AttachStripe(
+      const DataHello& hello, const std::shared_ptr<Connection>& socket,
+      std::shared_ptr<Connection>* first);
   // Reads the parts that the connection's reader posts to `stripe`, until
   // it ends; a stripe that breaks ends its connection.
   void ReadStripe(const std::shared_ptr<Connection>& first, Stripe& stripe);

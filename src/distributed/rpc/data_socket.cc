@@ -55,7 +55,8 @@ absl::Status SendAll(int fd, iovec* iov, int count) {
 std::string EncodeDataHello(const DataHello& hello) {
   std::string bytes(kDataHello, sizeof(kDataHello));
   auto append = [&bytes](uint64_t value, int n) {
-    for (int i = 0; i < n; ++i) bytes.push_back(static_cast<char>(value >> (8 * i)));
+    for (int i = 0; i < n; ++i)
+      bytes.push_back(static_cast<char>(value >> (8 * i)));
   };
   append(hello.token, 8);
   append(hello.link, 8);

@@ -47,9 +47,9 @@ void CheckLargeTensorCrossesTasks(int32_t kElements) {
                                   receiver->data_tensors_received() == 0);
        ++step) {
     if (between_hosts && step > 0) {
-      ASSERT_EQ(AwaitEstablishedTo(receiver->data_port(),
-                                   DataSocketsPerConnection()),
-                DataSocketsPerConnection());
+      ASSERT_EQ(
+          AwaitEstablishedTo(receiver->data_port(), DataSocketsPerConnection()),
+          DataSocketsPerConnection());
     }
     auto out = (*session)->Run({boundary, tail});
     ASSERT_TRUE(out.ok()) << out.status();
