@@ -321,7 +321,9 @@ std::vector<int> DataConnection::Core::ConnectStripes() {
   for (int stripe = 1; stripe < sockets; ++stripe) {
     absl::StatusOr<int> fd = Connect(static_cast<uint32_t>(stripe));
     if (!fd.ok()) {
-      // (The connection goes on with the stripes it has.)
+      // (The connection goes on with the stripes it has; one being closed
+      // needs none.)
+      if (absl::IsCancelled(fd.status())) break;
       DF_LOG(Warning) << "data connection to task " << task << " at " << address
                       << ": stripe " << stripe << " cannot be opened ("
                       << fd.status().message() << "); large tensors go on "

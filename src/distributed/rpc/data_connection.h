@@ -45,8 +45,8 @@ class DataConnection {
 
   // Starts connecting to `port` on `host` (the host of the task's gRPC
   // address), opening with `token`, with `sockets` sockets (1 to
-  // kMaxDataSockets: the first and its stripes; fewer if the task takes
-  // fewer). `task` and `address` name the peer in errors.
+  // kMaxDataSockets: the first and its stripes; fewer if a stripe cannot be
+  // opened). `task` and `address` name the peer in errors.
   DataConnection(std::string host, int port, uint64_t token, std::string task,
                  std::string address, int sockets = 1);
   // Fails the pushes still waiting with CANCELLED and waits for the threads

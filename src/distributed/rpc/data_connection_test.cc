@@ -249,8 +249,8 @@ TEST_P(DataConnectionSocketsTest, OverlappingPushesArriveWithTheirBytes) {
   std::vector<std::unique_ptr<Outcome>> outcomes;
   for (int i = 0; i < 8; ++i) {
     // 1 MiB and more (several writes and reads per tensor; sizes that are no
-    // multiple of a page), and the smallest striped size (stripe parts of a
-    // page or two) and a tensor just below it.
+    // multiple of a page), the smallest size that is split across the
+    // sockets, and a tensor just below it.
     const int64_t n = i == 6   ? kStripeMinBytes / 4
                       : i == 7 ? kStripeMinBytes / 4 - 1
                                : (int64_t{1} << 18) + i * 1001;
@@ -333,7 +333,7 @@ TEST(DataConnectionTest, APortWithoutListenerIsRefused) {
 // A task that says hello back, then neither reads nor answers (stopped or
 // hung); `connection` is connected to it.
 struct SilentTask {
-  SilentTask() {
+  explicit SilentTask(int sockets = 1) {
     listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -341,35 +341,41 @@ struct SilentTask {
     socklen_t len = sizeof(addr);
     EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)),
               0);
-    EXPECT_EQ(listen(listener, 1), 0);
+    EXPECT_EQ(listen(listener, sockets), 0);
     EXPECT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len),
               0);
     connection = std::make_unique<DataConnection>(
-        "127.0.0.1", ntohs(addr.sin_port), 42, kTask, "127.0.0.1:1");
-    peer = accept(listener, nullptr, nullptr);
-    EXPECT_GE(peer, 0);
-    char hello[16];
-    EXPECT_EQ(RecvAll(peer, hello, sizeof(hello)), absl::OkStatus());
-    char accepted = 1;
-    iovec iov{&accepted, 1};
-    EXPECT_EQ(SendAll(peer, &iov, 1), absl::OkStatus());
+        "127.0.0.1", ntohs(addr.sin_port), 42, kTask, "127.0.0.1:1", sockets);
+    // Each socket's hello is taken, and then nothing more.
+    for (int i = 0; i < sockets; ++i) {
+      const int peer = accept(listener, nullptr, nullptr);
+      EXPECT_GE(peer, 0);
+      char hello[kDataHelloBytes];
+      EXPECT_EQ(RecvAll(peer, hello, sizeof(hello)), absl::OkStatus());
+      char accepted = 1;
+      iovec iov{&accepted, 1};
+      EXPECT_EQ(SendAll(peer, &iov, 1), absl::OkStatus());
+      peers.push_back(peer);
+    }
     EXPECT_EQ(Settled(*connection), DataConnection::State::kReady);
+    EXPECT_EQ(connection->sockets(), sockets);
   }
   ~SilentTask() {
     connection.reset();
-    close(peer);
+    for (const int peer : peers) close(peer);
     close(listener);
   }
   int listener = -1;
-  int peer = -1;
+  std::vector<int> peers;
   std::unique_ptr<DataConnection> connection;
 };
 
 // A task that stops reading (stopped, or hung): a push that cannot be
 // written by its deadline ends the connection, so that later pushes go over
-// gRPC instead of queueing behind it.
-TEST(DataConnectionTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
-  SilentTask task;
+// gRPC instead of queueing behind it (and the stripes' writers, stuck in
+// their writes too, end with it).
+TEST_P(DataConnectionSocketsTest, APushThatCannotBeWrittenByItsDeadlineEndsIt) {
+  SilentTask task(GetParam());
   DataConnection& connection = *task.connection;
   // Far more than the sockets' buffers hold.
   Outcome stuck;
@@ -426,21 +432,24 @@ TEST(DataConnectionTest, APushPastItsDeadlineFailsAlone) {
 
 // A ready connection to `receiver` with one push, "held", that the receiver
 // has taken and not answered; `held` gets its outcome.
+// The push is of 1 MiB, split across the connection's `sockets` sockets.
 std::unique_ptr<DataConnection> ConnectedWithHeldPush(Receiver* receiver,
-                                                      Outcome* held) {
+                                                      Outcome* held,
+                                                      int sockets = 1) {
   receiver->Hold("held");
-  auto connection = ConnectTo(receiver->listener());
+  auto connection = ConnectTo(receiver->listener(), sockets);
   EXPECT_EQ(Settled(*connection), DataConnection::State::kReady);
-  EXPECT_TRUE(connection->Push(1, "held", Pattern(1 << 16, 1),
+  EXPECT_TRUE(connection->Push(1, "held", Pattern(1 << 18, 1),
                                absl::Seconds(30), held->Callback()));
   receiver->AwaitHeld(1);
   return connection;
 }
 
-TEST(DataConnectionTest, AClosedListenerFailsWaitingPushesNamingTheTask) {
+TEST_P(DataConnectionSocketsTest,
+       AClosedListenerFailsWaitingPushesNamingTheTask) {
   Receiver receiver;
   Outcome held;
-  auto connection = ConnectedWithHeldPush(&receiver, &held);
+  auto connection = ConnectedWithHeldPush(&receiver, &held, GetParam());
   receiver.listener()->Close();
   const absl::Status s = held.Wait();
   EXPECT_TRUE(absl::IsUnavailable(s)) << s;
@@ -454,10 +463,10 @@ TEST(DataConnectionTest, AClosedListenerFailsWaitingPushesNamingTheTask) {
   receiver.AnswerHeld();  // the answer has nowhere to go: dropped
 }
 
-TEST(DataConnectionTest, DestroyingTheConnectionCancelsWaitingPushes) {
+TEST_P(DataConnectionSocketsTest, DestroyingTheConnectionCancelsWaitingPushes) {
   Receiver receiver;
   Outcome held;
-  auto connection = ConnectedWithHeldPush(&receiver, &held);
+  auto connection = ConnectedWithHeldPush(&receiver, &held, GetParam());
   connection.reset();
   const absl::Status s = held.Wait();
   EXPECT_TRUE(absl::IsCancelled(s)) << s;
@@ -561,6 +570,52 @@ TEST(DataConnectionTest, AStripedPushWithoutStripesEndsTheConnection) {
   char byte;
   EXPECT_FALSE(RecvAll(fd, &byte, 1).ok());
   close(fd);
+}
+
+// A listener closed while a large push's parts are still in flight on every
+// socket: the push ends, OK if its bytes all came in time and UNAVAILABLE
+// otherwise, and nothing waits on.
+TEST_P(DataConnectionSocketsTest, AListenerClosedMidPushEndsItCleanly) {
+  Receiver receiver;
+  auto connection = ConnectTo(receiver.listener(), GetParam());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  Outcome outcome;
+  ASSERT_TRUE(connection->Push(1, "big", Pattern(int64_t{16} << 20, 3),
+                               absl::Seconds(30), outcome.Callback()));
+  receiver.listener()->Close();
+  const absl::Status s = outcome.Wait();
+  EXPECT_TRUE(s.ok() || absl::IsUnavailable(s)) << s;
+  connection.reset();
+}
+
+// Stripe parts that overflow when added up, or are negative, are refused
+// before any byte is read into the tensor.
+TEST(DataConnectionTest, StripePartsThatDoNotFitAreRefused) {
+  for (const std::vector<int64_t>& parts :
+       {std::vector<int64_t>{int64_t{1} << 62, int64_t{1} << 62},
+        std::vector<int64_t>{-4000, 4000}, std::vector<int64_t>{8000, 8000}}) {
+    Receiver receiver;
+    const int first = RawConnection(receiver.listener(), /*link=*/3);
+    char accepted = 0;
+    const int stripe1 = RawSocket(receiver.listener(), {0, 3, 1}, &accepted);
+    ASSERT_EQ(accepted, 1);
+    const int stripe2 = RawSocket(receiver.listener(), {0, 3, 2}, &accepted);
+    ASSERT_EQ(accepted, 1);
+    const Tensor value = Pattern(3000, 1.0f);  // 12,000 bytes
+    proto::DataFrame frame;
+    frame.set_call_id(2);
+    *frame.mutable_push() = PushHeaderFor(1, "misfit", value);
+    for (const int64_t n : parts) frame.add_stripe_bytes(n);
+    ASSERT_EQ(SendFrame(first, frame), absl::OkStatus());
+    proto::DataAnswer answer;
+    ASSERT_EQ(RecvFrameHeader(first, &answer), absl::OkStatus());
+    EXPECT_EQ(answer.code(),
+              static_cast<int>(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(answer.message(), HasSubstr("'misfit'"));
+    char byte;
+    EXPECT_FALSE(RecvAll(first, &byte, 1).ok());
+    for (const int fd : {first, stripe1, stripe2}) close(fd);
+  }
 }
 
 // A stripe that closes before its part has come ends its connection: the
@@ -867,9 +922,11 @@ TEST_F(DataConnectionClusterTest, LargeTensorsCrossOnDataConnections) {
   EXPECT_GE(ps->data_tensors_received() - to_ps, 3);
   EXPECT_GE(worker->data_tensors_received() - to_worker, 3);
   EXPECT_EQ(ps->data_run_graphs() - run_graphs, 7);  // the init, 3 x 2 steps
-  // The 1 MiB tensors went partly on the connections' second sockets.
-  EXPECT_GE(ps->data_tensors_striped(), 3);
-  EXPECT_GE(worker->data_tensors_striped(), 3);
+  // The 1 MiB tensors went partly on the connections' other sockets.
+  if (kSockets > 1) {
+    EXPECT_GE(ps->data_tensors_striped(), 3);
+    EXPECT_GE(worker->data_tensors_striped(), 3);
+  }
   EXPECT_EQ(EstablishedTo(ps->data_port()), kSockets);
   EXPECT_EQ(EstablishedTo(worker->data_port()), kSockets);
 }

@@ -661,19 +661,21 @@ absl::Status DataListener::CheckStripes(
     absl::MutexLock lock(&connection.stripes_mu);
     *stripes = connection.stripes;
   }
+  // (Each part is checked against what is left, so that no sum overflows.)
   int64_t striped = 0;
-  bool negative = false;
+  bool fits = true;
   for (const int64_t n : frame.stripe_bytes()) {
-    negative |= n < 0;
-    striped += std::max<int64_t>(n, 0);
+    fits &= n >= 0 && n <= total - striped;
+    if (!fits) break;
+    striped += n;
   }
   if (static_cast<size_t>(frame.stripe_bytes_size()) > stripes->size() ||
-      negative || striped > total) {
+      !fits) {
     return absl::InvalidArgumentError(absl::StrCat(
         "PushTensor '", frame.push().key(), "': its ",
-        frame.stripe_bytes_size(), " stripe part(s) of ", striped,
-        " bytes do not fit a tensor of ", total, " bytes on a connection with ",
-        stripes->size(), " stripe(s)"));
+        frame.stripe_bytes_size(),
+        " stripe part(s) do not fit a tensor of ", total,
+        " bytes on a connection with ", stripes->size(), " stripe(s)"));
   }
   stripes->resize(static_cast<size_t>(frame.stripe_bytes_size()));
   return absl::OkStatus();
@@ -707,7 +709,7 @@ bool DataListener::ReceiveBytes(
     absl::Status read = stripes[i]->Wait();
     if (s.ok()) s = read;
   }
-  if (s.ok() && !stripes.empty()) {
+  if (s.ok() && !stripes.empty() && into != nullptr) {
     striped_.fetch_add(1, std::memory_order_relaxed);
   }
   return s.ok();
