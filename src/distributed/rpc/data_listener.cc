@@ -673,9 +673,8 @@ absl::Status DataListener::CheckStripes(
       !fits) {
     return absl::InvalidArgumentError(absl::StrCat(
         "PushTensor '", frame.push().key(), "': its ",
-        frame.stripe_bytes_size(),
-        " stripe part(s) do not fit a tensor of ", total,
-        " bytes on a connection with ", stripes->size(), " stripe(s)"));
+        frame.stripe_bytes_size(), " stripe part(s) do not fit a tensor of ",
+        total, " bytes on a connection with ", stripes->size(), " stripe(s)"));
   }
   stripes->resize(static_cast<size_t>(frame.stripe_bytes_size()));
   return absl::OkStatus();
