@@ -5,7 +5,10 @@
 //
 // One thread accepts connections, and one per connection reads its calls in
 // order and hands each to its handler, whose callback writes the answer
-// (from any thread). The handler's first work runs on the reading thread (a
+// (from any thread). Each stripe of a connection has a thread of its own,
+// which reads the stripe's parts of pushes into the tensors that the
+// connection's reader allocated. The handler's first work runs on the
+// reading thread (a
 // partition's first kernels, a pushed tensor's consumers), which saves a
 // hand-over to another thread per call; work that keeps it longer than
 // kReadingHandOff passes the reading on to a new thread, so that the calls
@@ -17,7 +20,8 @@
 // gets RESOURCE_EXHAUSTED, and the connection goes on.
 // When a connection ends, the steps of its RunGraph calls still running are
 // abandoned (their caller is gone). An answer that the sender leaves unread
-// for 30 s ends the connection; at most 512 connections are served at once.
+// for 30 s ends the connection; at most 512 sockets (a connection's stripes
+// count) are served at once.
 #ifndef DISTFLOW_DISTRIBUTED_RPC_DATA_LISTENER_H_
 #define DISTFLOW_DISTRIBUTED_RPC_DATA_LISTENER_H_
 
