@@ -79,7 +79,9 @@ struct ServerOptions {
   // are split across them, each part written and read by a thread of its
   // own, which lets a transfer use more than one core on each end (on a
   // 2-core machine, two streams moved 4 MiB messages 1.5-3 times as fast as
-  // one). The environment variable DISTFLOW_DATA_SOCKETS overrides it.
+  // one). The task that sends decides: a task takes the extra sockets that
+  // its callers open whatever its own setting. The environment variable
+  // DISTFLOW_DATA_SOCKETS overrides it.
   int data_sockets = 2;
 };
 
