@@ -502,6 +502,19 @@ int RawConnection(DataListener* listener, uint64_t link = 1) {
   return fd;
 }
 
+// A raw connection to `listener` under `link` with `stripes` stripes, each
+// accepted: its sockets, the first socket first.
+std::vector<int> RawStripedConnection(DataListener* listener, uint64_t link,
+                                      uint32_t stripes) {
+  std::vector<int> fds = {RawConnection(listener, link)};
+  for (uint32_t stripe = 1; stripe <= stripes; ++stripe) {
+    char accepted = 0;
+    fds.push_back(RawSocket(listener, {0, link, stripe}, &accepted));
+    EXPECT_EQ(accepted, 1) << "stripe " << stripe;
+  }
+  return fds;
+}
+
 // The bytes of a push on a raw connection: the frame of `value` under `key`
 // with `stripe_bytes`, and the first part of the bytes.
 void SendStripedFrame(int fd, uint64_t call_id, const std::string& key,
@@ -522,10 +535,10 @@ void SendStripedFrame(int fd, uint64_t call_id, const std::string& key,
 // The documented bytes of a striped push, written by hand, arrive whole.
 TEST(DataConnectionTest, AStripedPushFromRawSocketsArrivesWhole) {
   Receiver receiver;
-  const int first = RawConnection(receiver.listener(), /*link=*/77);
-  char accepted = 0;
-  const int stripe = RawSocket(receiver.listener(), {0, 77, 1}, &accepted);
-  ASSERT_EQ(accepted, 1);
+  const std::vector<int> fds =
+      RawStripedConnection(receiver.listener(), /*link=*/77, /*stripes=*/1);
+  const int first = fds[0];
+  const int stripe = fds[1];
   const Tensor value = Pattern(3000, 2.0f);  // 12,000 bytes
   // The stripe's part first: the reader of the first socket waits for it.
   iovec iov{
@@ -595,12 +608,9 @@ TEST(DataConnectionTest, StripePartsThatDoNotFitAreRefused) {
        {std::vector<int64_t>{int64_t{1} << 62, int64_t{1} << 62},
         std::vector<int64_t>{-4000, 4000}, std::vector<int64_t>{8000, 8000}}) {
     Receiver receiver;
-    const int first = RawConnection(receiver.listener(), /*link=*/3);
-    char accepted = 0;
-    const int stripe1 = RawSocket(receiver.listener(), {0, 3, 1}, &accepted);
-    ASSERT_EQ(accepted, 1);
-    const int stripe2 = RawSocket(receiver.listener(), {0, 3, 2}, &accepted);
-    ASSERT_EQ(accepted, 1);
+    const std::vector<int> fds =
+        RawStripedConnection(receiver.listener(), /*link=*/3, /*stripes=*/2);
+    const int first = fds[0];
     const Tensor value = Pattern(3000, 1.0f);  // 12,000 bytes
     proto::DataFrame frame;
     frame.set_call_id(2);
@@ -614,7 +624,7 @@ TEST(DataConnectionTest, StripePartsThatDoNotFitAreRefused) {
     EXPECT_THAT(answer.message(), HasSubstr("'misfit'"));
     char byte;
     EXPECT_FALSE(RecvAll(first, &byte, 1).ok());
-    for (const int fd : {first, stripe1, stripe2}) close(fd);
+    for (const int fd : fds) close(fd);
   }
 }
 
@@ -622,10 +632,10 @@ TEST(DataConnectionTest, StripePartsThatDoNotFitAreRefused) {
 // push is not delivered, and the first socket's reader does not wait on.
 TEST(DataConnectionTest, AStripeThatBreaksEndsItsConnection) {
   Receiver receiver;
-  const int first = RawConnection(receiver.listener(), /*link=*/8);
-  char accepted = 0;
-  const int stripe = RawSocket(receiver.listener(), {0, 8, 1}, &accepted);
-  ASSERT_EQ(accepted, 1);
+  const std::vector<int> fds =
+      RawStripedConnection(receiver.listener(), /*link=*/8, /*stripes=*/1);
+  const int first = fds[0];
+  const int stripe = fds[1];
   SendStripedFrame(first, 4, "halved", Pattern(3000, 1.0f), {4000});
   close(stripe);
   char byte;
