@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -519,10 +520,14 @@ bool DataConnection::Core::Send(proto::DataFrame& frame, const Tensor& bytes,
   const size_t total = bytes.IsInitialized() ? bytes.TotalBytes() : 0;
   // A large push's last bytes go on the stripes (set before the state
   // became kReady, which is checked below).
-  std::vector<int64_t> parts = {static_cast<int64_t>(total)};
+  // (Every call comes this way, a step's small ones too: no allocation.)
+  absl::InlinedVector<int64_t, kMaxDataSockets> parts = {
+      static_cast<int64_t>(total)};
   const int stripe_count = stripes.load(std::memory_order_acquire);
   if (stripe_count > 0 && static_cast<int64_t>(total) >= kStripeMinBytes) {
-    parts = StripeParts(static_cast<int64_t>(total), stripe_count + 1);
+    const std::vector<int64_t> split =
+        StripeParts(static_cast<int64_t>(total), stripe_count + 1);
+    parts.assign(split.begin(), split.end());
     for (size_t i = 1; i < parts.size(); ++i) frame.add_stripe_bytes(parts[i]);
   }
   call.head = FramedHeader(frame);
