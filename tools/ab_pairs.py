@@ -11,11 +11,10 @@ difference with its standard error: a change is worth keeping when the
 difference stands well clear of that error.
 
 A setup is a list of environment assignments and, optionally, its own
-binary (a build of another commit, copied aside):
+binary (for instance a second build folder of the commit before):
 
   tools/ab_pairs.py --pairs 20 --a "DISTFLOW_DATA_SOCKETS=1" --b ""
-  tools/ab_pairs.py --pairs 12 --a-bin /tmp/new/dist_train_bench \\
-      --b-bin /tmp/old/dist_train_bench
+  tools/ab_pairs.py --pairs 12 --b-bin build-before/bench/dist_train_bench
 
 The command run is `BIN --rows=ROWS --repeats=1 --steps=STEPS`; every
 table row it prints (distflow's setup, its examples/s, the peer, the
