@@ -135,8 +135,8 @@ TEST(ThreadPoolTest, RunPartsWaitsForAHelpersPartPastItsPoll) {
   if (ThreadPool::HardwareThreads() < 2) GTEST_SKIP() << "no helper runs";
   ThreadPool pool("test", 1);
   const std::thread::id caller = std::this_thread::get_id();
-  for (const absl::Duration part : {absl::Microseconds(100),
-                                    absl::Milliseconds(20)}) {
+  for (const absl::Duration part :
+       {absl::Microseconds(100), absl::Milliseconds(20)}) {
     std::atomic<bool> helper_claimed{false};
     std::atomic<bool> helper_done{false};
     pool.RunParts(2, [&](int64_t) {
@@ -154,8 +154,8 @@ TEST(ThreadPoolTest, RunPartsWaitsForAHelpersPartPastItsPoll) {
       helper_done = true;
     });
     ASSERT_TRUE(helper_claimed.load());
-    EXPECT_TRUE(helper_done.load()) << "returned before a part of "
-                                    << absl::FormatDuration(part);
+    EXPECT_TRUE(helper_done.load())
+        << "returned before a part of " << absl::FormatDuration(part);
   }
 }
 
