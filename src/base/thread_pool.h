@@ -56,7 +56,8 @@ class ThreadPool {
   // returned. Each participant claims parts until none is left, so a pool
   // thread that starts late (asleep, or busy with other work) finds nothing
   // to do: the call never waits for a thread to wake, only for parts already
-  // under way. Safe to call from the pool's own threads.
+  // under way, which it polls for (yielding its core) before it sleeps. Safe
+  // to call from the pool's own threads.
   void RunParts(int64_t parts, const std::function<void(int64_t)>& fn);
 
   // The least work, in cycles, worth handing to another thread (its wake-up
