@@ -34,8 +34,44 @@ struct FlushingThreadEnvironment : Eigen::StlThreadEnvironment {
 
 }  // namespace
 
+// A loop handed out by RunParts. Shared with the helpers: one that runs
+// after the call has returned touches only `next`, finds every part claimed,
+// and never calls `fn` (which the caller may have destroyed by then).
+struct ThreadPool::PartsJob {
+  const std::function<void(int64_t)>* fn;
+  int64_t parts;
+  std::atomic<int64_t> next{0};
+  // Parts done: counted first without the lock, for the caller's poll.
+  std::atomic<int64_t> done_fast{0};
+  absl::Mutex mu;
+  int64_t finished ABSL_GUARDED_BY(mu) = 0;
+};
+
+// Where RunParts hands a loop to a pool thread that polls for one.
+struct alignas(64) ThreadPool::LingerSlot {
+  enum State : int {
+    kAway,       // the thread runs a closure or waits in Eigen's pool
+    kLingering,  // the thread polls `state` for a job
+    kHanding,    // a RunParts call is storing `job`
+    kHanded,     // `job` is the thread's to claim parts of
+  };
+  std::atomic<int> state{kAway};
+  std::shared_ptr<PartsJob> job;  // written in kHanding, taken in kHanded
+};
+
+static int ScratchLingerMicros() {
+  static const int us = [] {
+    const char* e = getenv("DISTFLOW_SCRATCH_LINGER_US");
+    return e ? atoi(e) : ThreadPool::kLingerMicros;
+  }();
+  return us;
+}
+
 ThreadPool::ThreadPool(std::string name, int num_threads, IdleWait idle_wait)
     : name_(std::move(name)),
+      linger_slots_(idle_wait == IdleWait::kSleep && ScratchLingerMicros() > 0
+                        ? std::make_unique<LingerSlot[]>(std::max(1, num_threads))
+                        : nullptr),
       pool_(std::make_unique<Eigen::ThreadPoolTempl<FlushingThreadEnvironment>>(
           std::max(1, num_threads),
           /*allow_spinning=*/idle_wait == IdleWait::kSpinThenSleep)) {
@@ -44,8 +80,11 @@ ThreadPool::ThreadPool(std::string name, int num_threads, IdleWait idle_wait)
 }
 
 ThreadPool::~ThreadPool() {
+  stopping_.store(true);  // lingering threads stop polling
   device_.reset();
-  pool_.reset();  // Eigen::ThreadPool's destructor drains the queues and joins.
+  // Eigen::ThreadPool's destructor drains the queues and joins; closures
+  // that run meanwhile must not reach it through pool_, null by then.
+  pool_.reset();
 }
 
 void ThreadPool::Schedule(std::function<void()> fn) {
@@ -83,6 +122,60 @@ namespace {
 constexpr absl::Duration kPartsPoll = absl::Microseconds(500);
 }  // namespace
 
+void ThreadPool::Claim(PartsJob* job) {
+  int64_t done = 0;
+  for (int64_t i; (i = job->next.fetch_add(1)) < job->parts; ++done) {
+    (*job->fn)(i);
+  }
+  if (done > 0) {
+    job->done_fast.fetch_add(done);
+    absl::MutexLock lock(&job->mu);
+    job->finished += done;
+  }
+}
+
+int64_t ThreadPool::HandToLingering(const std::shared_ptr<PartsJob>& job,
+                                    int64_t wanted) {
+  int64_t handed = 0;
+  for (int i = 0; i < NumThreads() && handed < wanted; ++i) {
+    LingerSlot& slot = linger_slots_[i];
+    int expected = LingerSlot::kLingering;
+    if (slot.state.load(std::memory_order_relaxed) != expected ||
+        !slot.state.compare_exchange_strong(expected, LingerSlot::kHanding)) {
+      continue;
+    }
+    slot.job = job;
+    slot.state.store(LingerSlot::kHanded, std::memory_order_release);
+    ++handed;
+  }
+  return handed;
+}
+
+void ThreadPool::Linger(int index) {
+  LingerSlot& slot = linger_slots_[index];
+  slot.state.store(LingerSlot::kLingering);
+  absl::Time until = absl::Now() + absl::Microseconds(ScratchLingerMicros());
+  for (;;) {
+    int state = slot.state.load(std::memory_order_acquire);
+    if (state == LingerSlot::kHanded) {
+      std::shared_ptr<PartsJob> job = std::move(slot.job);
+      slot.job.reset();
+      slot.state.store(LingerSlot::kAway);
+      Claim(job.get());
+      job.reset();
+      slot.state.store(LingerSlot::kLingering);
+      until = absl::Now() + absl::Microseconds(ScratchLingerMicros());
+      continue;
+    }
+    if (state == LingerSlot::kLingering &&
+        (absl::Now() >= until || stopping_.load(std::memory_order_relaxed)) &&
+        slot.state.compare_exchange_strong(state, LingerSlot::kAway)) {
+      return;
+    }
+    sched_yield();
+  }
+}
+
 void ThreadPool::RunParts(int64_t parts,
                           const std::function<void(int64_t)>& fn) {
   if (parts <= 0) return;
@@ -90,39 +183,28 @@ void ThreadPool::RunParts(int64_t parts,
     fn(0);
     return;
   }
-  // Shared with the helpers: one that runs after this call has returned
-  // touches only `next`, finds every part claimed, and never calls `fn`
-  // (which the caller may have destroyed by then).
-  struct Shared {
-    const std::function<void(int64_t)>* fn;
-    int64_t parts;
-    std::atomic<int64_t> next{0};
-    // Parts done: counted first without the lock, for the caller's poll.
-    std::atomic<int64_t> done_fast{0};
-    absl::Mutex mu;
-    int64_t finished ABSL_GUARDED_BY(mu) = 0;
-  };
-  auto shared = std::make_shared<Shared>();
-  shared->fn = &fn;
-  shared->parts = parts;
-  auto claim = [](Shared* s) {
-    int64_t done = 0;
-    for (int64_t i; (i = s->next.fetch_add(1)) < s->parts; ++done) (*s->fn)(i);
-    if (done > 0) {
-      s->done_fast.fetch_add(done);
-      absl::MutexLock lock(&s->mu);
-      s->finished += done;
-    }
-  };
+  auto job = std::make_shared<PartsJob>();
+  job->fn = &fn;
+  job->parts = parts;
   // One helper per other thread that can run at once: more would only
   // take turns on the cores, and one preempted in the middle of a part
-  // holds up the end.
-  const int64_t helpers = std::min<int64_t>(
+  // holds up the end. Threads still polling after an earlier loop take the
+  // job at once; the others are woken through Eigen's queues.
+  int64_t helpers = std::min<int64_t>(
       {parts - 1, NumThreads(), HardwareThreads() - 1});
+  if (linger_slots_ != nullptr) helpers -= HandToLingering(job, helpers);
   for (int64_t h = 0; h < helpers; ++h) {
-    pool_->Schedule([shared, claim] { claim(shared.get()); });
+    Eigen::ThreadPoolInterface* eigen = pool_.get();
+    pool_->Schedule([this, eigen, job]() mutable {
+      Claim(job.get());
+      job.reset();
+      const int index = eigen->CurrentThreadId();
+      // Not on a pool thread when Eigen ran the closure inline (its queue
+      // full).
+      if (linger_slots_ != nullptr && index >= 0) Linger(index);
+    });
   }
-  claim(shared.get());
+  Claim(job.get());
   // Every part is claimed now; wait for those still running on helpers.
   // They run on other cores and end within a part's time: polling for them
   // (yielding to any thread that waits for this core) saves this thread a
@@ -131,15 +213,15 @@ void ThreadPool::RunParts(int64_t parts,
   // session training the MLP ran 10-26% faster (docs/benchmarks.md,
   // "Waiting for a loop's last parts").
   const absl::Time until = absl::Now() + kPartsPoll;
-  while (shared->done_fast.load() < parts && absl::Now() < until) {
+  while (job->done_fast.load() < parts && absl::Now() < until) {
     sched_yield();
   }
-  absl::MutexLock lock(&shared->mu);
-  shared->mu.Await(absl::Condition(
-      +[](Shared* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+  absl::MutexLock lock(&job->mu);
+  job->mu.Await(absl::Condition(
+      +[](PartsJob* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
         return s->finished == s->parts;
       },
-      shared.get()));
+      job.get()));
 }
 
 int ThreadPool::NumThreads() const { return pool_->NumThreads(); }

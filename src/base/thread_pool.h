@@ -2,6 +2,7 @@
 #ifndef DISTFLOW_BASE_THREAD_POOL_H_
 #define DISTFLOW_BASE_THREAD_POOL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,7 +24,9 @@ class ThreadPool {
     kSpinThenSleep,
     // Sleeps at once: an idle pool leaves the cores to other threads and
     // processes (work that comes after a network wait, cores shared with
-    // other tasks).
+    // other tasks). Only a thread that has just helped with a parallel loop
+    // stays awake a little longer (kLinger), polling for the next loop's
+    // parts, so that the loops of one step do not each wait for a wake-up.
     kSleep,
   };
 
@@ -64,6 +67,10 @@ class ThreadPool {
   // costs a few microseconds of the caller's and more of the system's).
   static constexpr int64_t kMinCyclesPerPart = 50000;
 
+  // How long a kSleep pool's thread that has just run a loop's parts polls
+  // for the next loop before it sleeps.
+  static constexpr int kLingerMicros = 200;
+
   int NumThreads() const;
   const std::string& name() const { return name_; }
 
@@ -75,7 +82,24 @@ class ThreadPool {
   static int HardwareThreads();
 
  private:
+  struct PartsJob;
+  struct LingerSlot;
+
+  // Claims parts of `job` until none is left.
+  static void Claim(PartsJob* job);
+  // Has the pool thread `slot` poll for a loop to help with (handed to it by
+  // RunParts through its slot) for up to kLingerMicros after its last one.
+  void Linger(int slot);
+  // Hands `job` to up to `wanted` lingering threads; returns how many took
+  // it.
+  int64_t HandToLingering(const std::shared_ptr<PartsJob>& job,
+                          int64_t wanted);
+
   std::string name_;
+  // One per pool thread; empty for a pool that spins when idle (its threads
+  // poll Eigen's queues instead).
+  std::unique_ptr<LingerSlot[]> linger_slots_;
+  std::atomic<bool> stopping_{false};  // set by the destructor
   std::unique_ptr<Eigen::ThreadPoolInterface> pool_;
   std::unique_ptr<Eigen::ThreadPoolDevice> device_;
 };

@@ -1,5 +1,6 @@
 #include "base/thread_pool.h"
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -156,6 +157,68 @@ TEST(ThreadPoolTest, RunPartsWaitsForAHelpersPartPastItsPoll) {
     ASSERT_TRUE(helper_claimed.load());
     EXPECT_TRUE(helper_done.load())
         << "returned before a part of " << absl::FormatDuration(part);
+  }
+}
+
+// Voluntary context switches of the calling thread so far: each is a sleep.
+long SleepsOfThisThread() {
+  rusage usage;
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_nvcsw;
+}
+
+// Runs a loop of two parts on `pool`, one of them on a pool thread; returns
+// that thread's sleeps counted at the start and at the end of its part.
+std::pair<long, long> LoopWithOneHelper(ThreadPool& pool) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> helper_claimed{false};
+  std::pair<long, long> sleeps{-1, -1};
+  pool.RunParts(2, [&](int64_t) {
+    if (std::this_thread::get_id() == caller) {
+      const absl::Time give_up = absl::Now() + absl::Seconds(10);
+      while (!helper_claimed.load() && absl::Now() < give_up) {
+        std::this_thread::yield();
+      }
+      return;
+    }
+    sleeps.first = SleepsOfThisThread();
+    helper_claimed = true;
+    sleeps.second = SleepsOfThisThread();
+  });
+  return sleeps;
+}
+
+// A pool that sleeps when idle keeps a thread that has just helped with a
+// loop awake for the next one, which it takes without a wake-up: the loops
+// of a step follow each other within microseconds. Counted over 20 pairs of
+// loops, since a caller preempted for longer than the linger between the
+// two lets the helper sleep; with the helpers going back to Eigen's pool
+// after each loop, none of the pairs passes.
+TEST(ThreadPoolTest, ASleepingPoolsHelperTakesTheNextLoopWithoutSleeping) {
+  if (ThreadPool::HardwareThreads() < 2) GTEST_SKIP() << "no helper runs";
+  ThreadPool pool("test", 1, ThreadPool::IdleWait::kSleep);
+  int awake = 0;
+  for (int round = 0; round < 20; ++round) {
+    absl::SleepFor(absl::Milliseconds(2));  // the helper sleeps before
+    const auto first = LoopWithOneHelper(pool);
+    const auto second = LoopWithOneHelper(pool);
+    ASSERT_GE(first.second, 0);
+    ASSERT_GE(second.first, 0);
+    if (second.first == first.second) ++awake;
+  }
+  EXPECT_GE(awake, 10) << "pairs of loops whose helper stayed awake";
+}
+
+// Helpers still queued or polling when the pool goes away finish without
+// touching it.
+TEST(ThreadPoolTest, ASleepingPoolWithHelpersInFlightIsDestroyedCleanly) {
+  for (int round = 0; round < 100; ++round) {
+    ThreadPool pool("test", 2, ThreadPool::IdleWait::kSleep);
+    std::atomic<int> calls{0};
+    for (int loop = 0; loop < 20; ++loop) {
+      pool.RunParts(3, [&](int64_t) { calls++; });
+    }
+    ASSERT_EQ(calls.load(), 60);
   }
 }
 
