@@ -147,9 +147,11 @@ int64_t ThreadPool::HandToLingering(const std::shared_ptr<PartsJob>& job,
 // that went back to sleep in Eigen's pool after each was woken for the next
 // 20-40 us late (on a virtual machine), by when the caller had claimed most
 // of it. Polling here, yielding the core between looks, it takes the next
-// loop at once: the cost row's 1 ps + 1 worker trained 6% faster
+// loop at once: the cost row's 1 ps + 1 worker trained 6-7% faster
 // (docs/benchmarks.md, "Helpers that stay awake between loops"). Longer polls
-// took more of the core than they saved (1 ms: 3% slower than 200 us).
+// took more of the core than they saved: 200 us gained no more than 80, 1 ms
+// lost 3% against 200 us, and a 4 MiB pull and push over TCP, whose copies
+// want both cores, seemed to lose a little at 200 us.
 // While it polls, the thread takes nothing from Eigen's queue; a closure
 // queued meanwhile runs on another thread of the pool, or once it stops.
 void ThreadPool::Linger(int index) {

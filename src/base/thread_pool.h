@@ -69,7 +69,7 @@ class ThreadPool {
 
   // How long a kSleep pool's thread that has just run a loop's parts polls
   // for the next loop before it sleeps.
-  static constexpr int kLingerMicros = 200;
+  static constexpr int kLingerMicros = 80;
 
   int NumThreads() const;
   const std::string& name() const { return name_; }

@@ -190,15 +190,16 @@ std::pair<long, long> LoopWithOneHelper(ThreadPool& pool) {
 
 // A pool that sleeps when idle keeps a thread that has just helped with a
 // loop awake for the next one, which it takes without a wake-up: the loops
-// of a step follow each other within microseconds. Counted over 20 pairs of
-// loops, since a caller preempted for longer than the linger between the
-// two lets the helper sleep; with the helpers going back to Eigen's pool
-// after each loop, none of the pairs passes.
+// of a step follow each other within microseconds. Counted over 40 pairs of
+// loops, since a caller preempted for longer than the poll between the two
+// lets the helper sleep: on an idle machine all 40 pass, beside two
+// processes that keep both cores busy 10-31; with the helpers going back to
+// Eigen's pool after each loop, none does.
 TEST(ThreadPoolTest, ASleepingPoolsHelperTakesTheNextLoopWithoutSleeping) {
   if (ThreadPool::HardwareThreads() < 2) GTEST_SKIP() << "no helper runs";
   ThreadPool pool("test", 1, ThreadPool::IdleWait::kSleep);
   int awake = 0;
-  for (int round = 0; round < 20; ++round) {
+  for (int round = 0; round < 40; ++round) {
     absl::SleepFor(absl::Milliseconds(2));  // the helper sleeps before
     const auto first = LoopWithOneHelper(pool);
     const auto second = LoopWithOneHelper(pool);
@@ -206,7 +207,7 @@ TEST(ThreadPoolTest, ASleepingPoolsHelperTakesTheNextLoopWithoutSleeping) {
     ASSERT_GE(second.first, 0);
     if (second.first == first.second) ++awake;
   }
-  EXPECT_GE(awake, 10) << "pairs of loops whose helper stayed awake";
+  EXPECT_GE(awake, 4) << "pairs of loops whose helper stayed awake";
 }
 
 // Helpers still queued or polling when the pool goes away finish without
