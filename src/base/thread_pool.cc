@@ -61,9 +61,10 @@ struct alignas(64) ThreadPool::LingerSlot {
 
 ThreadPool::ThreadPool(std::string name, int num_threads, IdleWait idle_wait)
     : name_(std::move(name)),
-      linger_slots_(idle_wait == IdleWait::kSleep
-                        ? std::make_unique<LingerSlot[]>(std::max(1, num_threads))
-                        : nullptr),
+      linger_slots_(
+          idle_wait == IdleWait::kSleep
+              ? std::make_unique<LingerSlot[]>(std::max(1, num_threads))
+              : nullptr),
       pool_(std::make_unique<Eigen::ThreadPoolTempl<FlushingThreadEnvironment>>(
           std::max(1, num_threads),
           /*allow_spinning=*/idle_wait == IdleWait::kSpinThenSleep)) {
@@ -193,8 +194,8 @@ void ThreadPool::RunParts(int64_t parts,
   // take turns on the cores, and one preempted in the middle of a part
   // holds up the end. Threads still polling after an earlier loop take the
   // job at once; the others are woken through Eigen's queues.
-  int64_t helpers = std::min<int64_t>(
-      {parts - 1, NumThreads(), HardwareThreads() - 1});
+  int64_t helpers =
+      std::min<int64_t>({parts - 1, NumThreads(), HardwareThreads() - 1});
   if (linger_slots_ != nullptr) helpers -= HandToLingering(job, helpers);
   for (int64_t h = 0; h < helpers; ++h) {
     Eigen::ThreadPoolInterface* eigen = pool_.get();

@@ -92,8 +92,7 @@ class ThreadPool {
   void Linger(int slot);
   // Hands `job` to up to `wanted` lingering threads; returns how many took
   // it.
-  int64_t HandToLingering(const std::shared_ptr<PartsJob>& job,
-                          int64_t wanted);
+  int64_t HandToLingering(const std::shared_ptr<PartsJob>& job, int64_t wanted);
 
   std::string name_;
   // One per pool thread; empty for a pool that spins when idle (its threads

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/blocking_counter.h"
@@ -129,32 +131,40 @@ TEST(ThreadPoolTest, RunPartsDoesNotWaitForABusyPool) {
   EXPECT_EQ(calls.load(), 8);
 }
 
+// Runs a loop of two parts on `pool`, the caller's part lasting until a pool
+// thread has claimed the other, which runs `helper_part`; false if no pool
+// thread claimed it within 10 seconds.
+bool RunPartsWithAHelper(ThreadPool& pool,
+                         const std::function<void()>& helper_part) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> helper_claimed{false};
+  pool.RunParts(2, [&](int64_t) {
+    if (std::this_thread::get_id() == caller) {
+      const absl::Time give_up = absl::Now() + absl::Seconds(10);
+      while (!helper_claimed.load() && absl::Now() < give_up) {
+        std::this_thread::yield();
+      }
+      return;
+    }
+    helper_claimed = true;
+    helper_part();
+  });
+  return helper_claimed.load();
+}
+
 // A helper's part that outlasts the caller's poll for it: the caller then
 // sleeps until the part is done, and returns only after it, both when the
 // part ends within the poll and when it ends long after.
 TEST(ThreadPoolTest, RunPartsWaitsForAHelpersPartPastItsPoll) {
   if (ThreadPool::HardwareThreads() < 2) GTEST_SKIP() << "no helper runs";
   ThreadPool pool("test", 1);
-  const std::thread::id caller = std::this_thread::get_id();
   for (const absl::Duration part :
        {absl::Microseconds(100), absl::Milliseconds(20)}) {
-    std::atomic<bool> helper_claimed{false};
     std::atomic<bool> helper_done{false};
-    pool.RunParts(2, [&](int64_t) {
-      if (std::this_thread::get_id() == caller) {
-        // Leaves the other part to the helper: the caller's part lasts
-        // until the helper has one.
-        const absl::Time give_up = absl::Now() + absl::Seconds(10);
-        while (!helper_claimed.load() && absl::Now() < give_up) {
-          std::this_thread::yield();
-        }
-        return;
-      }
-      helper_claimed = true;
+    ASSERT_TRUE(RunPartsWithAHelper(pool, [&] {
       absl::SleepFor(part);
       helper_done = true;
-    });
-    ASSERT_TRUE(helper_claimed.load());
+    }));
     EXPECT_TRUE(helper_done.load())
         << "returned before a part of " << absl::FormatDuration(part);
   }
@@ -170,19 +180,9 @@ long SleepsOfThisThread() {
 // Runs a loop of two parts on `pool`, one of them on a pool thread; returns
 // that thread's sleeps counted at the start and at the end of its part.
 std::pair<long, long> LoopWithOneHelper(ThreadPool& pool) {
-  const std::thread::id caller = std::this_thread::get_id();
-  std::atomic<bool> helper_claimed{false};
   std::pair<long, long> sleeps{-1, -1};
-  pool.RunParts(2, [&](int64_t) {
-    if (std::this_thread::get_id() == caller) {
-      const absl::Time give_up = absl::Now() + absl::Seconds(10);
-      while (!helper_claimed.load() && absl::Now() < give_up) {
-        std::this_thread::yield();
-      }
-      return;
-    }
+  RunPartsWithAHelper(pool, [&] {
     sleeps.first = SleepsOfThisThread();
-    helper_claimed = true;
     sleeps.second = SleepsOfThisThread();
   });
   return sleeps;
