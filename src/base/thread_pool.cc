@@ -197,8 +197,8 @@ void ThreadPool::RunParts(int64_t parts,
   int64_t helpers =
       std::min<int64_t>({parts - 1, NumThreads(), HardwareThreads() - 1});
   if (linger_slots_ != nullptr) helpers -= HandToLingering(job, helpers);
+  Eigen::ThreadPoolInterface* eigen = pool_.get();
   for (int64_t h = 0; h < helpers; ++h) {
-    Eigen::ThreadPoolInterface* eigen = pool_.get();
     pool_->Schedule([this, eigen, job]() mutable {
       Claim(job.get());
       job.reset();

@@ -25,7 +25,7 @@ class ThreadPool {
     // Sleeps at once: an idle pool leaves the cores to other threads and
     // processes (work that comes after a network wait, cores shared with
     // other tasks). Only a thread that has just helped with a parallel loop
-    // stays awake a little longer (kLinger), polling for the next loop's
+    // stays awake a little longer (kLingerMicros), polling for the next loop's
     // parts, so that the loops of one step do not each wait for a wake-up.
     kSleep,
   };
@@ -87,7 +87,7 @@ class ThreadPool {
 
   // Claims parts of `job` until none is left.
   static void Claim(PartsJob* job);
-  // Has the pool thread `slot` poll for a loop to help with (handed to it by
+  // Has the pool thread `index` poll for a loop to help with (handed to it by
   // RunParts through its slot) for up to kLingerMicros after its last one.
   void Linger(int slot);
   // Hands `job` to up to `wanted` lingering threads; returns how many took
