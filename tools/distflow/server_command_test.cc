@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -99,16 +100,31 @@ TEST(ServerCommandTest, SigtermStopsCleanlyAndSigintExits130) {
 TEST(ServerCommandTest, UnderSlurmTheRankPicksTheTask) {
   // Rank 1 of 3 on one node with --ps_count=2: ps task 1, on the base port
   // plus its place on the node.
-  const int base_port = PickFreePort();
   const std::vector<std::pair<const char*, std::string>> slurm = {
       {"SLURM_PROCID", "1"},
       {"SLURM_NTASKS", "3"},
       {"SLURM_JOB_NODELIST", "localhost"},
       {"SLURM_TASKS_PER_NODE", "3"}};
-  for (const auto& [name, value] : slurm) setenv(name, value.c_str(), 1);
-  auto server =
-      StartServer({"--ps_count=2", absl::StrCat("--port=", base_port)});
-  for (const auto& [name, value] : slurm) unsetenv(name);
+  // The task listens on the base port plus one, which picking the base does
+  // not keep free: another test's connection may hold it (seen once in a
+  // full parallel run). A start that finds it taken is tried on another base.
+  int base_port = 0;
+  std::unique_ptr<Subprocess> server;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    base_port = PickFreePort();
+    for (const auto& [name, value] : slurm) setenv(name, value.c_str(), 1);
+    server = StartServer({"--ps_count=2", absl::StrCat("--port=", base_port)});
+    for (const auto& [name, value] : slurm) unsetenv(name);
+    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    std::string out;
+    while ((out = server->Output()).find("serving on") == std::string::npos &&
+           out.find("port is in use") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (out.find("port is in use") == std::string::npos) break;
+    server->Wait(std::chrono::seconds(20));
+  }
   WaitUntilServing(*server);
   EXPECT_THAT(server->Output(),
               HasSubstr(absl::StrCat("task /job:ps/replica:0/task:1 serving on "
