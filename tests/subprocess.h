@@ -72,6 +72,14 @@ class Subprocess {
   Subprocess& operator=(const Subprocess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  // Whether the process has exited. It is left unreaped, so that pid()
+  // still names it (signals to it do nothing) until Wait.
+  bool Exited() const {
+    if (pid_ <= 0) return true;
+    siginfo_t info{};
+    return waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == pid_;
+  }
   // The exit status, or nullopt if still running after `timeout`.
   std::optional<int> Wait(std::chrono::milliseconds timeout) {
     if (exit_code_) return exit_code_;
@@ -110,11 +118,13 @@ class Subprocess {
     ss << in.rdbuf();
     return ss.str();
   }
-  // Waits until the output contains `text`, for at most `timeout`.
+  // Waits until the output contains `text`, for at most `timeout`, or until
+  // the process has exited (a task that failed to start never prints it).
   void WaitForOutput(const std::string& text,
                      std::chrono::milliseconds timeout) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (Output().find(text) == std::string::npos &&
+           !Exited() &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -115,15 +114,8 @@ TEST(ServerCommandTest, UnderSlurmTheRankPicksTheTask) {
     for (const auto& [name, value] : slurm) setenv(name, value.c_str(), 1);
     server = StartServer({"--ps_count=2", absl::StrCat("--port=", base_port)});
     for (const auto& [name, value] : slurm) unsetenv(name);
-    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-    std::string out;
-    while ((out = server->Output()).find("serving on") == std::string::npos &&
-           out.find("port is in use") == std::string::npos &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (out.find("port is in use") == std::string::npos) break;
-    server->Wait(std::chrono::seconds(20));
+    server->WaitForOutput("serving on", kTimeout);
+    if (server->Output().find("port is in use") == std::string::npos) break;
   }
   WaitUntilServing(*server);
   EXPECT_THAT(server->Output(),
