@@ -61,6 +61,7 @@ struct alignas(64) ThreadPool::LingerSlot {
 
 ThreadPool::ThreadPool(std::string name, int num_threads, IdleWait idle_wait)
     : name_(std::move(name)),
+      idle_wait_(idle_wait),
       linger_slots_(
           idle_wait == IdleWait::kSleep
               ? std::make_unique<LingerSlot[]>(std::max(1, num_threads))

@@ -73,6 +73,7 @@ class ThreadPool {
 
   int NumThreads() const;
   const std::string& name() const { return name_; }
+  IdleWait idle_wait() const { return idle_wait_; }
 
   // For Eigen tensor expressions that evaluate on this pool.
   const Eigen::ThreadPoolDevice& eigen_device() const { return *device_; }
@@ -95,6 +96,7 @@ class ThreadPool {
   int64_t HandToLingering(const std::shared_ptr<PartsJob>& job, int64_t wanted);
 
   std::string name_;
+  IdleWait idle_wait_;
   // One per pool thread; empty for a pool that spins when idle (its threads
   // poll Eigen's queues instead).
   std::unique_ptr<LingerSlot[]> linger_slots_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,9 @@ class Executor::StepState {
       : executor_(executor),
         args_(args),
         done_(std::move(done)),
+        kept_expensive_(executor->KeepsExpensiveNodes(*args.runner)
+                            ? std::numeric_limits<int>::max()
+                            : 1),
         pending_(executor->items_.size()),
         inputs_(executor->total_inputs_) {
     for (size_t i = 0; i < executor->items_.size(); ++i) {
@@ -82,9 +86,9 @@ class Executor::StepState {
     }
     outstanding_.store(static_cast<int>(roots.size()));
     std::deque<Queued> queue;
-    // Counting one expensive node as queued here already sends the others
-    // to the runner (see Dispatch).
-    int queued_expensive = cheap_only ? 1 : 0;
+    // Counting the most expensive nodes this thread keeps as queued here
+    // already sends every other to the runner (see Dispatch).
+    int queued_expensive = cheap_only ? kept_expensive_ : 0;
     Dispatch(roots, &queue, &queued_expensive);
     RunQueue(&queue, queued_expensive);
   }
@@ -97,9 +101,9 @@ class Executor::StepState {
     bool expensive;
   };
 
-  // Sends ready nodes to run: cheap ones on this thread; the first expensive
-  // one too unless one is already queued here; further expensive ones to the
-  // pool, so independent work runs in parallel.
+  // Sends ready nodes to run: cheap ones on this thread, and expensive ones
+  // too while fewer than kept_expensive_ are queued here; further expensive
+  // ones to the runner, so that independent work runs in parallel.
   void Dispatch(const std::vector<int>& ready, std::deque<Queued>* queue,
                 int* queued_expensive) {
     for (int id : ready) {
@@ -110,7 +114,7 @@ class Executor::StepState {
         } else {
           queue->push_back({id, false});
         }
-      } else if (*queued_expensive == 0) {
+      } else if (*queued_expensive < kept_expensive_) {
         queue->push_back({id, true});
         ++*queued_expensive;
       } else {
@@ -278,6 +282,9 @@ class Executor::StepState {
   const Executor* executor_;
   RunArgs args_;
   std::function<void(absl::Status)> done_;
+  // How many ready expensive nodes a thread keeps in its own queue before
+  // it hands further ones to the runner (see KeepsExpensiveNodes).
+  const int kept_expensive_;
   std::vector<std::atomic<int>> pending_;
   std::vector<Tensor> inputs_;
   std::atomic<int> outstanding_{0};
@@ -351,6 +358,13 @@ void Executor::MarkSendAncestors() {
     for (const Endpoint& input : node->inputs()) visit(input.node);
     for (const Node* input : node->control_inputs()) visit(input);
   }
+}
+
+bool Executor::KeepsExpensiveNodes(const ThreadPool& runner) const {
+  if (runner.idle_wait() != ThreadPool::IdleWait::kSleep) return false;
+  ThreadPool* intra_op =
+      options_.device == nullptr ? nullptr : options_.device->intra_op_pool();
+  return intra_op != nullptr && intra_op->NumThreads() > 1;
 }
 
 bool Executor::IsExpensive(int id) const {

@@ -109,6 +109,17 @@ class Executor {
   // starts 20-40 us later (docs/benchmarks.md, "Short kernels run where they
   // become ready"). Before its first run a node is taken at its word.
   bool IsExpensive(int id) const;
+  // Whether a thread that makes several expensive nodes ready runs them all
+  // itself instead of handing all but one to `runner`: when the runner's
+  // threads sleep while idle (a task that shares its host with other
+  // tasks) and the intra-op pool has threads to split large kernels over.
+  // Waking a sleeping thread costs the waker about 15 us and the sleeper
+  // 20-40 us more on a virtual machine, as long as the kernels it would
+  // take over, while the intra-op pool's helpers stay awake between loops
+  // (docs/benchmarks.md, "Ops that stay on their thread where pools sleep").
+  // Where the runner spins, or kernels run on one thread, independent
+  // kernels run in parallel on the runner.
+  bool KeepsExpensiveNodes(const ThreadPool& runner) const;
   // Folds the `ns` that node `id`'s kernel just took into its running
   // estimate (an average that gives the latest run an eighth).
   void RecordRunTime(int id, int64_t ns) const;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -337,13 +338,14 @@ TEST_F(ExecutorTest, UninitializedVariableReadIsFailedPreconditionNamingIt) {
 // pool.
 class DirectExecutorTest : public ExecutorTest {
  protected:
-  std::unique_ptr<Executor> Make(const CallSignature& signature) {
+  std::unique_ptr<Executor> Make(const CallSignature& signature,
+                                 CpuDevice* device = nullptr) {
     EXPECT_TRUE(root_.ok()) << root_.status();
     auto graph = BuildCallGraph(*root_.graph(), signature);
     EXPECT_TRUE(graph.ok()) << graph.status();
     if (!graph.ok()) return nullptr;
     Executor::Options options;
-    options.device = &device_;
+    options.device = device != nullptr ? device : &device_;
     auto executor = Executor::Create(std::move(*graph), options);
     EXPECT_TRUE(executor.ok()) << executor.status();
     return executor.ok() ? std::move(*executor) : nullptr;
@@ -563,6 +565,38 @@ TEST_F(DirectExecutorTest, ExpensiveKernelsThatRunQuicklyStopBeingHandedOver) {
       EXPECT_LT(steps, 100) << "the quick kernel kept going to the pool";
     } else {
       for (int step = 0; step < 5; ++step) EXPECT_EQ(run_and_count_here(), 1);
+    }
+  }
+}
+
+// Where the pools sleep when idle (a task that shares its host), a thread
+// that makes two slow kernels ready runs both itself rather than wake a pool
+// thread for one, as long as the intra-op pool has threads to split large
+// kernels over; with one intra-op thread, the second still goes to the pool.
+TEST_F(DirectExecutorTest, WherePoolsSleepExpensiveNodesStayOnTheirThread) {
+  Scope after_start =
+      root_.WithControlDependencies({ops::NoOp(root_.WithOpName("start"))});
+  Output a = TestOp(after_start, kSlowOp, "a");
+  Output b = TestOp(after_start, kSlowOp, "b");
+  ThreadPool sleeping_runner("sleeping_inter_op", 2,
+                             ThreadPool::IdleWait::kSleep);
+  for (int intra_op_threads : {2, 1}) {
+    SCOPED_TRACE(absl::StrCat(intra_op_threads, " intra-op threads"));
+    ThreadPool intra_op("sleeping_intra_op", intra_op_threads,
+                        ThreadPool::IdleWait::kSleep);
+    CpuDevice device(device_.name(), &intra_op);
+    auto executor = Make({{}, {a.name(), b.name()}, {}}, &device);
+    ASSERT_TRUE(executor);
+    for (int step = 0; step < 3; ++step) {
+      RunCallFrame frame({}, 2);
+      Executor::RunArgs args = Args(&frame);
+      args.runner = &sleeping_runner;
+      ASSERT_TRUE(executor->Run(args).ok());
+      const std::thread::id here = std::this_thread::get_id();
+      absl::MutexLock lock(&Sync().mu);
+      const int ran_here = (Sync().ran_on["a"] == here ? 1 : 0) +
+                           (Sync().ran_on["b"] == here ? 1 : 0);
+      EXPECT_EQ(ran_here, intra_op_threads > 1 ? 2 : 1);
     }
   }
 }
