@@ -123,9 +123,9 @@ struct DataListener::Connection {
   absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>>
       running ABSL_GUARDED_BY(calls_mu);
   bool ended ABSL_GUARDED_BY(calls_mu) = false;
-  // When the last answer to a RunGraph call that ran for less than
-  // kShortStep was written (absl::GetCurrentTimeNanos).
-  std::atomic<int64_t> short_step_answered_ns{0};
+  // When the last answer to a RunGraph call was written
+  // (absl::GetCurrentTimeNanos).
+  std::atomic<int64_t> step_answered_ns{0};
   // A first socket's stripes, in order, and the link id that names it in
   // their hellos (0 for a stripe's own socket).
   absl::Mutex stripes_mu;
@@ -534,7 +534,7 @@ void DataListener::AwaitNextFrame(Connection& connection) {
   if (!PollingLeavesACore()) return;
   const int64_t now = absl::GetCurrentTimeNanos();
   int64_t until =
-      connection.short_step_answered_ns.load(std::memory_order_relaxed) +
+      connection.step_answered_ns.load(std::memory_order_relaxed) +
       absl::ToInt64Nanoseconds(kNextStepPoll);
   // (The lock only where some step runs: this is on every frame's path.)
   if (running_calls_->load(std::memory_order_relaxed) > 0) {
@@ -741,10 +741,9 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
   // (The partition's first ops may run on this thread: see
   // Worker::RunGraphAsync.)
   Working working(connection.get(), turn);
-  const int64_t start_ns = absl::GetCurrentTimeNanos();
   handlers_.run_graph(
       call.get(), response.get(),
-      [connection, id, call, response, start_ns,
+      [connection, id, call, response,
        running_calls = running_calls_](const absl::Status& status) {
         {
           absl::MutexLock lock(&connection->calls_mu);
@@ -755,11 +754,8 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
         connection->Answer(id, status, nullptr,
                            status.ok() ? response->SerializeAsString()
                                        : std::string());
-        const int64_t now = absl::GetCurrentTimeNanos();
-        if (now - start_ns < absl::ToInt64Nanoseconds(kShortStep)) {
-          connection->short_step_answered_ns.store(now,
-                                                   std::memory_order_relaxed);
-        }
+        connection->step_answered_ns.store(absl::GetCurrentTimeNanos(),
+                                           std::memory_order_relaxed);
       });
 }
 
