@@ -533,9 +533,8 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
 void DataListener::AwaitNextFrame(Connection& connection) {
   if (!PollingLeavesACore()) return;
   const int64_t now = absl::GetCurrentTimeNanos();
-  int64_t until =
-      connection.step_answered_ns.load(std::memory_order_relaxed) +
-      absl::ToInt64Nanoseconds(kNextStepPoll);
+  int64_t until = connection.step_answered_ns.load(std::memory_order_relaxed) +
+                  absl::ToInt64Nanoseconds(kNextStepPoll);
   // (The lock only where some step runs: this is on every frame's path.)
   if (running_calls_->load(std::memory_order_relaxed) > 0) {
     absl::MutexLock lock(&connection.calls_mu);
