@@ -9,8 +9,9 @@
 //    worker averaged per global step) against the PyTorch ps averaging both
 //    trainers' gradients per step;
 //  - the cost of distribution: 1 ps + 1 worker against one process training
-//    the same model at the same batch size, the worker with as many threads
-//    as the one process (--local_threads).
+//    the same model at the same batch size, the ps and the worker each with
+//    as many threads as the one process (--local_threads), as each would
+//    have by default.
 // A setup's examples/sec is the sum of its workers' rates over their
 // measured steps (after a warm-up), on both sides; each side runs --repeats
 // times, alternating with the other, and its best run counts.
@@ -57,8 +58,8 @@ struct Config {
   int64_t warmup = 30;
   int worker_threads = 1;  // of each worker's server (1 ps + 2 workers)
   int ps_threads = 1;
-  // Of the single-process session, and of the worker's server that replaces
-  // it in the cost row.
+  // Of the single-process session, and of the ps's and the worker's servers
+  // that replace it in the cost row.
   int local_threads = 2;
   int repeats = 2;    // alternating runs of each side; the best counts
   bool sync = false;  // of a worker process: SyncReplicasOptimizer
@@ -286,9 +287,9 @@ std::string SelfPath() {
 }
 
 // distflow with one ps and `workers` workers, each a process whose server
-// has `worker_threads` threads per pool.
-absl::StatusOr<double> Distflow(int workers, bool sync, int worker_threads,
-                                const Config& config) {
+// has `ps_threads` or `worker_threads` threads per pool.
+absl::StatusOr<double> Distflow(int workers, bool sync, int ps_threads,
+                                int worker_threads, const Config& config) {
   const std::string self = SelfPath();
   const std::string ps = absl::StrCat("127.0.0.1:", bench::PickFreePort());
   std::vector<std::string> hosts;
@@ -298,12 +299,12 @@ absl::StatusOr<double> Distflow(int workers, bool sync, int worker_threads,
   const std::string worker_hosts = absl::StrJoin(hosts, ",");
   bench::Child ps_task({self, "--role=ps", "--ps_hosts=" + ps,
                         "--worker_hosts=" + worker_hosts,
-                        absl::StrCat("--ps_threads=", config.ps_threads)});
-  const std::string common = absl::StrCat(
-      " --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
-      " --steps=", config.steps, " --warmup=", config.warmup,
-      " --worker_threads=", worker_threads, sync ? " --sync" : "",
-      " --ps_threads=", config.ps_threads, " --ps_pid=", ps_task.pid());
+                        absl::StrCat("--ps_threads=", ps_threads)});
+  const std::string common =
+      absl::StrCat(" --ps_hosts=", ps, " --worker_hosts=", worker_hosts,
+                   " --steps=", config.steps, " --warmup=", config.warmup,
+                   " --worker_threads=", worker_threads, sync ? " --sync" : "",
+                   " --ps_threads=", ps_threads, " --ps_pid=", ps_task.pid());
   std::vector<std::unique_ptr<FILE, int (*)(FILE*)>> pipes;
   for (int i = 0; i < workers; ++i) {
     pipes.push_back(
@@ -408,12 +409,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option("--warmup", config.warmup)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  app.add_option("--worker_threads", config.worker_threads)
+  app.add_option("--worker_threads", config.worker_threads,
+                 "threads of each worker (rows of two workers)")
       ->check(CLI::Range(1, 64));
-  app.add_option("--ps_threads", config.ps_threads)->check(CLI::Range(1, 64));
+  app.add_option("--ps_threads", config.ps_threads,
+                 "threads of the ps (rows of two workers)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--local_threads", config.local_threads,
-                 "threads of the single-process session, and of the worker "
-                 "that replaces it (cost row)")
+                 "threads of the single-process session, and of the ps and "
+                 "the worker that replace it (cost row)")
       ->check(CLI::Range(1, 64));
   app.add_option("--rows", config.rows,
                  "comparisons to run, of async,cost,sync (cost: 1 ps + 1 "
@@ -465,21 +469,30 @@ int main(int argc, char** argv) {
   if (wanted("async")) {
     ok &= CompareRow(
         "1 ps + 2 workers, async",
-        [&] { return Distflow(2, false, config.worker_threads, config); },
+        [&] {
+          return Distflow(2, false, config.ps_threads, config.worker_threads,
+                          config);
+        },
         "PyTorch RPC ps, async",
         [&] { return Torch(2, /*sync=*/false, config); }, config.repeats);
   }
   if (wanted("cost")) {
     ok &= CompareRow(
         "1 ps + 1 worker",
-        [&] { return Distflow(1, false, config.local_threads, config); },
+        [&] {
+          return Distflow(1, false, config.local_threads, config.local_threads,
+                          config);
+        },
         "distflow, one process", [&] { return SingleProcess(*data, config); },
         config.repeats);
   }
   if (wanted("sync")) {
     ok &= CompareRow(
         "1 ps + 2 workers, sync",
-        [&] { return Distflow(2, true, config.worker_threads, config); },
+        [&] {
+          return Distflow(2, true, config.ps_threads, config.worker_threads,
+                          config);
+        },
         "PyTorch RPC ps, sync", [&] { return Torch(2, /*sync=*/true, config); },
         config.repeats);
   }
