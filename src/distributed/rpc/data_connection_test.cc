@@ -1,5 +1,7 @@
 // Data connections (data_socket.h): the two ends against each other on
 // 127.0.0.1, and tasks of a real cluster that push large tensors on them.
+#include "distributed/rpc/data_connection.h"
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -7,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -17,9 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/gathered_tensor.h"
 #include "core/tensor_coding.h"
-#include "distributed/rpc/data_connection.h"
 #include "distributed/rpc/data_listener.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/local_socket.h"
@@ -752,6 +756,51 @@ TEST(DataConnectionTest, OffersAndSmallPushesTravelOnIt) {
                                small.Callback()));
   EXPECT_EQ(small.Wait(), absl::OkStatus());
   EXPECT_TRUE(SameValues(receiver.Received("small"), Pattern(3, 5.0f)));
+}
+
+// The CPU time that this process's data-connection threads (named "df_...")
+// have had, from the scheduler's count in /proc.
+absl::Duration DataConnectionThreadsCpu() {
+  absl::Duration total;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("df_", 0) != 0) continue;
+    std::ifstream schedstat(task.path() / "schedstat");
+    int64_t on_cpu_ns = 0;
+    if (schedstat >> on_cpu_ns) total += absl::Nanoseconds(on_cpu_ns);
+  }
+  return total;
+}
+
+// After it serves an offer, the listener's reader polls for the next frame
+// (in a training loop the peer offers again within its step) only for
+// kNextPushPoll, then sleeps: a task that was offered one tensor does not go
+// on taking a core.
+TEST(DataConnectionTest, AfterAnOfferTheReaderPollsOnlyBriefly) {
+  Receiver receiver;
+  auto connection = ConnectTo(receiver.listener());
+  ASSERT_EQ(Settled(*connection), DataConnection::State::kReady);
+  const Tensor offered = Pattern(1 << 10, 4.0f);
+  const SameHostOffer offer = OfferSameHost(9, "offered", offered);
+  absl::Notification answered;
+  ASSERT_TRUE(connection->Offer(
+      offer.header, offer.keepalive, absl::Seconds(10),
+      [&](const absl::Status&, const proto::PushTensorResponse&) {
+        answered.Notify();
+      }));
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const absl::Duration before = DataConnectionThreadsCpu();
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Duration used = DataConnectionThreadsCpu() - before;
+  // A reader that kept polling would take most of the 200 ms.
+  EXPECT_LT(used, absl::Milliseconds(20))
+      << "the data-connection threads used " << used << " of CPU time while "
+      << "idle after an offer (the reader's poll lasts " << kNextPushPoll
+      << ")";
+  EXPECT_EQ(connection->state(), DataConnection::State::kReady);
 }
 
 // A call whose work runs long on the thread that read it (a partition's

@@ -123,9 +123,18 @@ struct DataListener::Connection {
   absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>>
       running ABSL_GUARDED_BY(calls_mu);
   bool ended ABSL_GUARDED_BY(calls_mu) = false;
-  // When the last answer to a RunGraph call was written
-  // (absl::GetCurrentTimeNanos).
-  std::atomic<int64_t> step_answered_ns{0};
+  // Until when (absl::GetCurrentTimeNanos) a reader polls for the next
+  // frame (see kNextStepPoll and kNextPushPoll).
+  std::atomic<int64_t> poll_next_until_ns{0};
+  // Has readers poll for the next frame until at least `delay` from now.
+  void PollForNextFrame(absl::Duration delay) {
+    const int64_t until =
+        absl::GetCurrentTimeNanos() + absl::ToInt64Nanoseconds(delay);
+    int64_t was = poll_next_until_ns.load(std::memory_order_relaxed);
+    while (was < until && !poll_next_until_ns.compare_exchange_weak(
+                              was, until, std::memory_order_relaxed)) {
+    }
+  }
   // A first socket's stripes, in order, and the link id that names it in
   // their hellos (0 for a stripe's own socket).
   absl::Mutex stripes_mu;
@@ -533,8 +542,7 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
 void DataListener::AwaitNextFrame(Connection& connection) {
   if (!PollingLeavesACore()) return;
   const int64_t now = absl::GetCurrentTimeNanos();
-  int64_t until = connection.step_answered_ns.load(std::memory_order_relaxed) +
-                  absl::ToInt64Nanoseconds(kNextStepPoll);
+  int64_t until = connection.poll_next_until_ns.load(std::memory_order_relaxed);
   // (The lock only where some step runs: this is on every frame's path.)
   if (running_calls_->load(std::memory_order_relaxed) > 0) {
     absl::MutexLock lock(&connection.calls_mu);
@@ -599,6 +607,7 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
                     [connection, id, response](const absl::Status& status) {
                       connection->Answer(id, status, response.get());
                     });
+    connection->PollForNextFrame(kNextPushPoll);
     return true;
   }
   const int64_t total = header.total_bytes();
@@ -753,8 +762,7 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
         connection->Answer(id, status, nullptr,
                            status.ok() ? response->SerializeAsString()
                                        : std::string());
-        connection->step_answered_ns.store(absl::GetCurrentTimeNanos(),
-                                           std::memory_order_relaxed);
+        connection->PollForNextFrame(kNextStepPoll);
       });
 }
 
