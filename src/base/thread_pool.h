@@ -90,7 +90,7 @@ class ThreadPool {
   static void Claim(PartsJob* job);
   // Has the pool thread `index` poll for a loop to help with (handed to it by
   // RunParts through its slot) for up to kLingerMicros after its last one.
-  void Linger(int slot);
+  void Linger(int index);
   // Hands `job` to up to `wanted` lingering threads; returns how many took
   // it.
   int64_t HandToLingering(const std::shared_ptr<PartsJob>& job, int64_t wanted);
