@@ -14,7 +14,9 @@
 //    have by default.
 // A setup's examples/sec is the sum of its workers' rates over their
 // measured steps (after a warm-up), on both sides; each side runs --repeats
-// times, alternating with the other, and its best run counts.
+// times, alternating with the other, and its best run counts. Every run is
+// a child process (or processes) of an idle parent, the one-process side
+// too.
 //
 //   build/bench/dist_train_bench [--steps N] [--repeats R]
 #include <limits.h>
@@ -130,22 +132,32 @@ absl::StatusOr<double> TimeSteps(Session* session,
   return rate;
 }
 
-absl::StatusOr<double> SingleProcess(const df::data::LabeledImages& d,
-                                     const Config& config) {
+// The one-process side, as a process of its own: trains the model in one
+// session and prints examples_per_sec= and its CPU time per step.
+int RunOneProcess(const Config& config) {
+  auto fail = [](const absl::Status& s) {
+    std::printf("one process: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  auto data = df::data::LoadFashionMnist(df::data::Split::kTrain);
+  if (!data.ok()) return fail(data.status());
   df::Scope root = df::Scope::NewRootScope();
   auto m = fashion_mnist::BuildModel(root, {});
-  if (!m.ok()) return m.status();
+  if (!m.ok()) return fail(m.status());
   df::SessionOptions options;
   options.intra_op_threads = config.local_threads;
   options.inter_op_threads = config.local_threads;
   auto session = df::ClientSession::Create(root, options);
-  if (!session.ok()) return session.status();
-  if (absl::Status s = (*session)->RunTargets({m->init}); !s.ok()) return s;
+  if (!session.ok()) return fail(session.status());
+  if (absl::Status s = (*session)->RunTargets({m->init}); !s.ok()) {
+    return fail(s);
+  }
   std::string cpu;
-  auto rate = TimeSteps(session->get(), *m, d, 0, config, &cpu, "one_process");
-  // Beside the workers' lines: what the distributed step adds, in CPU time.
-  if (rate.ok()) std::printf("  distflow, one process:%s\n", cpu.c_str());
-  return rate;
+  auto rate =
+      TimeSteps(session->get(), *m, *data, 0, config, &cpu, "one_process");
+  if (!rate.ok()) return fail(rate.status());
+  std::printf("examples_per_sec=%.1f%s\n", *rate, cpu.c_str());
+  return 0;
 }
 
 // Synchronous training until the job ends: the chief stops at global step
@@ -286,6 +298,20 @@ std::string SelfPath() {
   return n > 0 ? std::string(path, n) : "dist_train_bench";
 }
 
+// The examples_per_sec= that a child process of this binary printed; the
+// rest of that line (its CPU time per step) is printed as `name`'s.
+absl::StatusOr<double> ReportedRate(const CommandResult& r,
+                                    const std::string& name) {
+  const size_t at = r.output.find("examples_per_sec=");
+  if (!r.ok || at == std::string::npos) {
+    return absl::InternalError(absl::StrCat(name, " failed: ", r.output));
+  }
+  const size_t end = r.output.find('\n', at);
+  std::printf("  %s: %s\n", name.c_str(),
+              r.output.substr(at, end - at).c_str());
+  return std::strtod(r.output.c_str() + at + 17, nullptr);
+}
+
 // distflow with one ps and `workers` workers, each a process whose server
 // has `ps_threads` or `worker_threads` threads per pool.
 absl::StatusOr<double> Distflow(int workers, bool sync, int ps_threads,
@@ -312,19 +338,25 @@ absl::StatusOr<double> Distflow(int workers, bool sync, int ps_threads,
   }
   double total = 0;
   for (int i = 0; i < workers; ++i) {
-    CommandResult r = Finish(std::move(pipes[i]));
-    const size_t at = r.output.find("examples_per_sec=");
-    if (!r.ok || at == std::string::npos) {
-      return absl::InternalError(
-          absl::StrCat("distflow worker ", i, " failed: ", r.output));
-    }
-    total += std::strtod(r.output.c_str() + at + 17, nullptr);
-    // The rest of the line: the CPU time per step (asynchronous workers).
-    const size_t end = r.output.find('\n', at);
-    std::printf("  distflow worker %d of %d: %s\n", i, workers,
-                r.output.substr(at, end - at).c_str());
+    auto rate = ReportedRate(Finish(std::move(pipes[i])),
+                             absl::StrCat("distflow worker ", i, " of ",
+                                          workers));
+    if (!rate.ok()) return rate.status();
+    total += *rate;
   }
   return total;
+}
+
+// The one-process side in a process of its own, as the distributed side's
+// tasks are: run in this process instead, it slowed the distributed runs
+// that followed it by 5-10% (docs/benchmarks.md, "The benchmark's own
+// process").
+absl::StatusOr<double> OneProcess(const Config& config) {
+  return ReportedRate(
+      Finish(Start(absl::StrCat(SelfPath(), " --role=one_process --steps=",
+                                config.steps, " --warmup=", config.warmup,
+                                " --local_threads=", config.local_threads))),
+      "distflow, one process");
 }
 
 // The PyTorch RPC parameter server with `trainers` trainer processes.
@@ -429,13 +461,14 @@ int main(int argc, char** argv) {
   app.add_flag("--sync", config.sync)->group("");
   app.add_option("--role", role)
       ->group("")
-      ->check(CLI::IsMember({"ps", "worker"}));
+      ->check(CLI::IsMember({"ps", "worker", "one_process"}));
   app.add_option("--task_index", task_index)->group("");
   app.add_option("--ps_pid", config.ps_pid)->group("");
   app.add_option("--ps_hosts", ps_hosts)->group("");
   app.add_option("--worker_hosts", worker_hosts)->group("");
   CLI11_PARSE(app, argc, argv);
 
+  if (role == "one_process") return RunOneProcess(config);
   if (!role.empty()) {
     auto cluster = df::ClusterSpec::FromHostLists(ps_hosts, worker_hosts);
     if (!cluster.ok()) {
@@ -450,8 +483,10 @@ int main(int argc, char** argv) {
     return server.ok() && (*server)->Join().ok() ? 0 : 1;
   }
 
-  auto data = df::data::LoadFashionMnist(df::data::Split::kTrain);
-  if (!data.ok()) {
+  // Every measured run is a child process that loads the data itself; this
+  // load only stops a benchmark without its dataset early, with the error.
+  if (auto data = df::data::LoadFashionMnist(df::data::Split::kTrain);
+      !data.ok()) {
     std::fprintf(stderr, "dist_train_bench: %s\n",
                  data.status().ToString().c_str());
     return 1;
@@ -483,7 +518,7 @@ int main(int argc, char** argv) {
           return Distflow(1, false, config.local_threads, config.local_threads,
                           config);
         },
-        "distflow, one process", [&] { return SingleProcess(*data, config); },
+        "distflow, one process", [&] { return OneProcess(config); },
         config.repeats);
   }
   if (wanted("sync")) {
