@@ -338,9 +338,9 @@ absl::StatusOr<double> Distflow(int workers, bool sync, int ps_threads,
   }
   double total = 0;
   for (int i = 0; i < workers; ++i) {
-    auto rate = ReportedRate(Finish(std::move(pipes[i])),
-                             absl::StrCat("distflow worker ", i, " of ",
-                                          workers));
+    auto rate =
+        ReportedRate(Finish(std::move(pipes[i])),
+                     absl::StrCat("distflow worker ", i, " of ", workers));
     if (!rate.ok()) return rate.status();
     total += *rate;
   }
