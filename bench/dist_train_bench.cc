@@ -302,14 +302,15 @@ std::string SelfPath() {
 // rest of that line (its CPU time per step) is printed as `name`'s.
 absl::StatusOr<double> ReportedRate(const CommandResult& r,
                                     const std::string& name) {
-  const size_t at = r.output.find("examples_per_sec=");
+  constexpr char kKey[] = "examples_per_sec=";
+  const size_t at = r.output.find(kKey);
   if (!r.ok || at == std::string::npos) {
     return absl::InternalError(absl::StrCat(name, " failed: ", r.output));
   }
   const size_t end = r.output.find('\n', at);
   std::printf("  %s: %s\n", name.c_str(),
               r.output.substr(at, end - at).c_str());
-  return std::strtod(r.output.c_str() + at + 17, nullptr);
+  return std::strtod(r.output.c_str() + at + sizeof(kKey) - 1, nullptr);
 }
 
 // distflow with one ps and `workers` workers, each a process whose server
