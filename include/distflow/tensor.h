@@ -39,13 +39,26 @@ class TensorBuffer {
   virtual bool SharedWithOtherProcesses() const { return false; }
 };
 
+// The largest tensor distflow allocates: 64 GiB of elements. A shape from the
+// network, a file or a graph that asks for more is refused before anything is
+// allocated.
+inline constexpr size_t kMaxTensorBytes = size_t{1} << 36;
+
+// The bytes of element storage of a tensor of `dtype` and `shape` (for string
+// and resource tensors, of the element objects): INVALID_ARGUMENT if `dtype`
+// is not valid, RESOURCE_EXHAUSTED if the size overflows or exceeds
+// kMaxTensorBytes. Every decoder of outside bytes sizes tensors with it.
+absl::StatusOr<size_t> TensorByteSize(DataType dtype, const TensorShape& shape);
+
 class Tensor {
  public:
   // An uninitialized tensor: dtype kInvalid, no buffer. IsInitialized() is
   // false.
   Tensor() = default;
   // A tensor of `shape` with zeroed elements (empty strings). `dtype` must be
-  // valid.
+  // valid. Throws std::bad_alloc, as std::vector does, when the memory cannot
+  // be had or TensorByteSize refuses the size; code that sizes a tensor from
+  // input uses Create instead.
   Tensor(DataType dtype, const TensorShape& shape);
   // A tensor over an existing buffer, starting `offset` bytes in; the buffer
   // must be large enough for `shape` and, for string or resource tensors, hold
@@ -54,8 +67,13 @@ class Tensor {
          std::shared_ptr<TensorBuffer> buffer, size_t offset = 0);
 
   // Elements not initialized for fixed-size types (faster for outputs that are
-  // overwritten).
+  // overwritten). Throws std::bad_alloc as the constructor does.
   static Tensor Uninitialized(DataType dtype, const TensorShape& shape);
+  // A tensor of `shape` with zeroed elements, or the error of TensorByteSize
+  // (naming the type and shape), or RESOURCE_EXHAUSTED if the memory cannot be
+  // had. `zero` false leaves fixed-size elements uninitialized.
+  static absl::StatusOr<Tensor> Create(DataType dtype, const TensorShape& shape,
+                                       bool zero = true);
 
   template <typename T>
   static Tensor Scalar(T value);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "base/aligned_memory.h"
 #include "base/logging.h"
+#include "base/status_macros.h"
 #include "base/shared_arena.h"
 #include "core/type_dispatch.h"
 
@@ -38,10 +39,9 @@ size_t ElementSize(DataType dtype) {
 // them with the buffer.
 class AlignedBuffer : public TensorBuffer {
  public:
-  AlignedBuffer(DataType dtype, int64_t num_elements, bool zero)
-      : dtype_(dtype),
-        num_elements_(num_elements),
-        size_(ElementSize(dtype) * num_elements) {
+  // `size` is TensorByteSize's for the elements.
+  AlignedBuffer(DataType dtype, int64_t num_elements, size_t size, bool zero)
+      : dtype_(dtype), num_elements_(num_elements), size_(size) {
     if (size_ >= kMinSharedBlockBytes && DataTypeSize(dtype) > 0) {
       arena_ = SharedArena::Get();
       if (arena_ != nullptr) block_ = arena_->Allocate(size_);
@@ -159,15 +159,55 @@ class ValuePrinter {
   std::vector<int64_t> strides_;
 };
 
+// A buffer for the elements of `dtype` and `shape`; throws std::bad_alloc when
+// TensorByteSize refuses the size or the memory cannot be had.
+std::shared_ptr<AlignedBuffer> NewBuffer(DataType dtype,
+                                         const TensorShape& shape, bool zero) {
+  absl::StatusOr<size_t> size = TensorByteSize(dtype, shape);
+  if (!size.ok()) throw std::bad_alloc();
+  return std::make_shared<AlignedBuffer>(dtype, shape.num_elements(), *size,
+                                         zero);
+}
+
 }  // namespace
 
+absl::StatusOr<size_t> TensorByteSize(DataType dtype,
+                                      const TensorShape& shape) {
+  if (!DataTypeIsValid(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid dtype ", static_cast<int>(dtype), " for a tensor of shape ",
+        shape.DebugString()));
+  }
+  const size_t element = ElementSize(dtype);
+  const uint64_t n = static_cast<uint64_t>(shape.num_elements());
+  if (element != 0 && n > kMaxTensorBytes / element) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a tensor of ", DataTypeName(dtype), shape.DebugString(),
+        " would need more than the ", kMaxTensorBytes >> 30,
+        " GiB one tensor may have"));
+  }
+  return element * n;
+}
+
 Tensor::Tensor(DataType dtype, const TensorShape& shape)
-    : dtype_(dtype),
-      shape_(shape),
-      buffer_(std::make_shared<AlignedBuffer>(dtype, shape.num_elements(),
-                                              /*zero=*/true)) {
+    : dtype_(dtype), shape_(shape) {
   DF_CHECK(DataTypeIsValid(dtype))
       << "Tensor of invalid dtype " << static_cast<int>(dtype);
+  buffer_ = NewBuffer(dtype, shape, /*zero=*/true);
+}
+
+absl::StatusOr<Tensor> Tensor::Create(DataType dtype, const TensorShape& shape,
+                                      bool zero) {
+  DF_ASSIGN_OR_RETURN(size_t size, TensorByteSize(dtype, shape));
+  try {
+    return Tensor(dtype, shape,
+                  std::make_shared<AlignedBuffer>(dtype, shape.num_elements(),
+                                                  size, zero));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory allocating ", size, " bytes for a tensor of ",
+        DataTypeName(dtype), shape.DebugString()));
+  }
 }
 
 Tensor::Tensor(DataType dtype, const TensorShape& shape,
@@ -179,7 +219,9 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape,
   DF_CHECK(DataTypeIsValid(dtype))
       << "Tensor of invalid dtype " << static_cast<int>(dtype);
   DF_CHECK(buffer_ != nullptr);
-  DF_CHECK(offset_ + TotalBytes() <= buffer_->size())
+  absl::StatusOr<size_t> bytes = TensorByteSize(dtype, shape);
+  DF_CHECK(bytes.ok()) << bytes.status();
+  DF_CHECK(offset_ <= buffer_->size() && *bytes <= buffer_->size() - offset_)
       << "buffer of " << buffer_->size() << " bytes is too small for "
       << TypeString() << " at offset " << offset_;
 }
@@ -187,9 +229,7 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape,
 Tensor Tensor::Uninitialized(DataType dtype, const TensorShape& shape) {
   DF_CHECK(DataTypeIsValid(dtype))
       << "Tensor of invalid dtype " << static_cast<int>(dtype);
-  return Tensor(dtype, shape,
-                std::make_shared<AlignedBuffer>(dtype, shape.num_elements(),
-                                                /*zero=*/false));
+  return Tensor(dtype, shape, NewBuffer(dtype, shape, /*zero=*/false));
 }
 
 size_t Tensor::TotalBytes() const {
@@ -265,7 +305,10 @@ std::string Tensor::DebugString(int64_t summarize_above,
                                 int64_t edge_items) const {
   if (!IsInitialized()) return "<uninitialized tensor>";
   std::string out;
-  const bool summarize = NumElements() > summarize_above;
+  // An empty tensor may still have a dimension of 2^32 (each entry an empty
+  // row): summarize by the dimensions too, or printing it never ends.
+  bool summarize = NumElements() > summarize_above;
+  for (int64_t d : shape_.dim_sizes()) summarize |= d > summarize_above;
   absl::Status s = VisitDataType(dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     ValuePrinter<T>(*this, summarize, edge_items).Print(0, 0, &out);
