@@ -7,7 +7,12 @@
 //       --worker_hosts=...
 //   recovery_trainer --job_name=worker --task_index=0 --ps_hosts=...
 //       --worker_hosts=... --last_step=300 --checkpoint_dir=ckpt
-//       --save_checkpoint_steps=50 --step_delay_ms=10
+//       --save_checkpoint_steps=50 --step_delay_ms=10 [--issync=1]
+//
+// With --issync=1 the updates are synchronous: a SyncReplicasOptimizer
+// averages one gradient of each worker per global step (of the first
+// --replicas_to_aggregate workers' gradients, the rest being backups), and
+// its hook runs the chief's aggregation loop.
 //
 // Each worker prints one line per step, "worker:<i> global_step=<n>", with
 // the global step just after its update, so that a test sees progress and
@@ -61,6 +66,8 @@ struct Flags {
   int step_delay_ms = 0;
   int max_wait_secs = 0;
   int pause_at_step = 0;
+  bool issync = false;
+  int replicas_to_aggregate = 0;  // 0: every worker
   std::string checkpoint_dir;
   std::string master;  // host:port of another task's master; "": our own
   std::string pause_file;
@@ -83,6 +90,12 @@ absl::StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
   auto pause = NonNegativeIntFlag(args, "--pause_at_step", 0);
   if (!pause.ok()) return pause.status();
   flags.pause_at_step = *pause;
+  auto issync = NonNegativeIntFlag(args, "--issync", 0);
+  if (!issync.ok()) return issync.status();
+  flags.issync = *issync != 0;
+  auto replicas = NonNegativeIntFlag(args, "--replicas_to_aggregate", 0);
+  if (!replicas.ok()) return replicas.status();
+  flags.replicas_to_aggregate = *replicas;
   flags.checkpoint_dir = FlagValue(args, "--checkpoint_dir", "");
   flags.master = FlagValue(args, "--master", "");
   flags.pause_file = FlagValue(args, "--pause_file", "");
@@ -158,7 +171,14 @@ int main(int argc, char** argv) {
   df::Output loss = df::ops::Mean(
       s.WithOpName("loss"), df::ops::Square(s, df::ops::Sub(s, pred, y)), 0);
   df::train::GradientDescentOptimizer sgd(0.05f);
-  auto train_op = sgd.Minimize(s, loss, global_step);
+  const int num_workers = task->cluster.num_tasks("worker");
+  df::train::SyncReplicasOptimizer sync(
+      &sgd,
+      flags->replicas_to_aggregate > 0 ? flags->replicas_to_aggregate
+                                       : num_workers,
+      num_workers);
+  auto train_op = flags->issync ? sync.Minimize(s, loss, global_step)
+                                : sgd.Minimize(s, loss, global_step);
   if (!train_op.ok()) return Fail(train_op.status());
   // The global step just after this step's update. A variable's value flows
   // out of it when the step starts, so an Identity would show the value from
@@ -179,6 +199,9 @@ int main(int argc, char** argv) {
   options.log_step_count_steps = 0;
   options.max_wait_secs = flags->max_wait_secs;
   options.hooks.push_back(df::train::StopAtStepHook::Create(flags->last_step));
+  if (flags->issync) {
+    options.hooks.push_back(sync.MakeSessionRunHook(task->is_chief));
+  }
   options.on_training_end = [&] { return df::EndJob(task->cluster); };
   auto session = df::train::MonitoredTrainingSession::Create(root, options);
   if (!session.ok()) return Fail(session.status());

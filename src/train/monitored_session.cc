@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "distflow/train/saver.h"
@@ -80,7 +81,15 @@ MonitoredTrainingSession::Create(const Scope& scope, const Options& options) {
   std::unique_ptr<MonitoredTrainingSession> session(
       new MonitoredTrainingSession(scope, options, std::move(scaffold),
                                    std::move(hooks)));
-  DF_RETURN_IF_ERROR(session->CreateSession());
+  absl::Status created = session->CreateSession();
+  if (absl::IsOutOfRange(created)) {
+    // A worker that starts (or restarts) after the chief ended the job: a ps
+    // task refused its session. Training is over for it too, not failed.
+    DF_LOG(Info) << "Training has ended: " << created.message();
+    session->ended_ = true;
+    return session;
+  }
+  DF_RETURN_IF_ERROR(created);
   return session;
 }
 
@@ -109,7 +118,7 @@ absl::Status MonitoredTrainingSession::CreateSession() {
   for (const auto& hook : hooks_) {
     DF_RETURN_IF_ERROR(hook->AfterCreateSession(session_.get()));
   }
-  last_progress_ = absl::Now();
+  last_progress_ = SteadyNow();
   return absl::OkStatus();
 }
 
@@ -142,7 +151,7 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::Run(
       // training goes on from the restored checkpoint to its end again.
       if (out.ok() && stop_requested) s = EndHooks();
       if (out.ok() && s.ok()) {
-        last_progress_ = absl::Now();
+        last_progress_ = SteadyNow();
         if (stop_requested) stop_ = true;
         return out;
       }
@@ -160,7 +169,7 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::Run(
       failed_ = true;
       return s;
     }
-    const absl::Duration stalled = absl::Now() - last_progress_;
+    const absl::Duration stalled = SteadySince(last_progress_);
     if (stalled > absl::Seconds(options_.max_wait_secs)) {
       failed_ = true;
       return AddErrorContext(
@@ -172,8 +181,7 @@ absl::StatusOr<std::vector<Tensor>> MonitoredTrainingSession::Run(
     if (session_ != nullptr) {
       // The old session's master may be gone with its task: its close may
       // fail, and that changes nothing.
-      (void)session_->Close();
-      session_.reset();
+      (void)CloseSession();
     }
     ++num_recoveries_;
   }
@@ -226,6 +234,15 @@ absl::Status MonitoredTrainingSession::EndHooks() {
   return absl::OkStatus();
 }
 
+absl::Status MonitoredTrainingSession::CloseSession() {
+  for (auto hook = hooks_.rbegin(); hook != hooks_.rend(); ++hook) {
+    (*hook)->BeforeCloseSession(session_.get());
+  }
+  absl::Status closed = session_->Close();
+  session_.reset();
+  return closed;
+}
+
 absl::Status MonitoredTrainingSession::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
@@ -234,7 +251,7 @@ absl::Status MonitoredTrainingSession::Close() {
   if (ended_) {
     // The ps tasks take no more steps, and may be gone already: the hooks'
     // End could not run, and closing the session changes nothing.
-    (void)session_->Close();
+    (void)CloseSession();
     return first;
   }
   // After a failed step the model may be in any state: no final checkpoint
@@ -243,7 +260,7 @@ absl::Status MonitoredTrainingSession::Close() {
   if (!failed_ && hooks_ended_after_ != steps_) {
     for (const auto& hook : hooks_) first.Update(hook->End(session_.get()));
   }
-  first.Update(session_->Close());
+  first.Update(CloseSession());
   if (!failed_ && stop_ && options_.is_chief && options_.on_training_end) {
     first.Update(options_.on_training_end());
   }

@@ -15,7 +15,9 @@
 #include "distflow/train/global_step.h"
 #include "distflow/train/hooks.h"
 #include "distflow/train/monitored_session.h"
+#include "distflow/train/optimizers.h"
 #include "distflow/train/saver.h"
+#include "distflow/train/sync_replicas_optimizer.h"
 #include "distributed/rpc/test_cluster.h"
 #include "distributed/worker.h"
 #include "gmock/gmock.h"
@@ -171,6 +173,47 @@ TEST(MonitoredSessionClusterTest, RecoversWhenAPsRestarts) {
   EXPECT_EQ((*session)->num_recoveries(), 1);
   // global_step lives on ps 0 (the first variable): it started over.
   EXPECT_EQ(steps, 14);
+}
+
+// Synchronous training (SyncReplicasOptimizer, whose hook runs the chief's
+// aggregation loop on a thread of its own over the session): a ps restart
+// makes the session be created again, and the loop must stop using the old
+// session before it goes (the hook's BeforeCloseSession), then start over on
+// the new one, and training reaches its last step.
+TEST(MonitoredSessionClusterTest, SynchronousTrainingRecoversWhenAPsRestarts) {
+  auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 1}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Scope root = Scope::NewRootScope();
+  Scope s = root.WithDeviceFunction(
+      ReplicaDeviceSetter(2, "/job:worker/task:0", ReplicaDeviceSetterOptions()));
+  ops::Variable global_step = GetOrCreateGlobalStep(s);
+  ops::Variable w(s.WithOpName("w"), 1.0f);
+  Output loss = ops::Square(s.WithOpName("loss"), w);
+  GradientDescentOptimizer sgd(0.1f);
+  SyncReplicasOptimizer sync(&sgd, /*replicas_to_aggregate=*/1);
+  auto train = sync.Minimize(s, loss, global_step);
+  ASSERT_TRUE(train.ok()) << train.status();
+  Output step_after = ops::AssignAdd(
+      s.WithOpName("step_after").WithControlDependencies({*train}),
+      global_step, int64_t{0});
+  auto options = OptionsFor(cluster->get(), 0);
+  options.hooks.push_back(StopAtStepHook::Create(12));
+  options.hooks.push_back(sync.MakeSessionRunHook(/*is_chief=*/true));
+  auto session = MonitoredTrainingSession::Create(root, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  int steps = 0;
+  while (!(*session)->ShouldStop()) {
+    if (steps == 4) {
+      ASSERT_TRUE((*cluster)->Restart("ps", 0).ok());
+    }
+    auto out = (*session)->Run({step_after});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ++steps;
+  }
+  ASSERT_TRUE((*session)->Close().ok());
+  EXPECT_EQ((*session)->num_recoveries(), 1);
+  // The global step (on ps 0) started over after the restart.
+  EXPECT_GE(steps, 12);
 }
 
 // Between-graph training on two workers sharing a global step: a ps restart

@@ -114,6 +114,9 @@ class RecordingHook : public SessionRunHook {
     calls.push_back("End");
     return absl::OkStatus();
   }
+  void BeforeCloseSession(ClientSession* session) override {
+    calls.push_back("BeforeCloseSession");
+  }
   std::vector<std::string> calls;
   std::vector<float> values_seen;
   size_t seen_fetches = 0;
@@ -141,10 +144,11 @@ TEST(MonitoredSessionTest, HooksAreCalledInOrderAndTheirFetchesRunInTheStep) {
   EXPECT_THAT(
       hook->calls,
       ElementsAre("Begin", "AfterCreateSession", "BeforeRun", "AfterRun",
-                  "BeforeRun", "AfterRun", "BeforeRun", "AfterRun", "End"));
+                  "BeforeRun", "AfterRun", "BeforeRun", "AfterRun", "End",
+                  "BeforeCloseSession"));
   // Closing twice is harmless and calls End once.
   EXPECT_TRUE((*session)->Close().ok());
-  EXPECT_EQ(hook->calls.size(), 9u);
+  EXPECT_EQ(hook->calls.size(), 10u);
   EXPECT_EQ((*session)->Run({model.tick}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }

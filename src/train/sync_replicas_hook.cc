@@ -22,15 +22,10 @@ class SyncReplicasHook : public SessionRunHook {
                    int num_tokens)
       : optimizer_(optimizer), is_chief_(is_chief), num_tokens_(num_tokens) {}
 
-  ~SyncReplicasHook() override {
-    // Stop the loop if End was not called (the session failed): close the
-    // accumulators so that its waiting step ends, but leave the token queue
-    // open for a chief that takes over.
-    if (loop_.joinable()) {
-      absl::Status s = StopLoop(/*close_token_queue=*/false);
-      if (!s.ok()) DF_LOG(Warning) << "stopping the aggregation loop: " << s;
-    }
-  }
+  // A monitored session stops the loop in BeforeCloseSession; a caller that
+  // drives the hook by hand and never closes must keep its session alive
+  // until here.
+  ~SyncReplicasHook() override { StopLoopIfRunning(); }
 
   absl::Status Begin(const Scope& scope) override {
     if (!optimizer_->chief_aggregate_op().valid()) {
@@ -51,10 +46,10 @@ class SyncReplicasHook : public SessionRunHook {
           "SyncReplicasOptimizer's hook: Begin must run before "
           "AfterCreateSession (it builds the initial tokens op)");
     }
-    // A re-created session (after a task failed): the old loop goes first.
     if (loop_.joinable()) {
-      absl::Status s = StopLoop(/*close_token_queue=*/false);
-      if (!s.ok()) DF_LOG(Warning) << "stopping the aggregation loop: " << s;
+      return absl::FailedPreconditionError(
+          "SyncReplicasOptimizer's hook: AfterCreateSession again before "
+          "BeforeCloseSession of the session it was given first");
     }
     DF_RETURN_IF_ERROR(
         AddErrorContext(session->RunTargets({optimizer_->local_step_init_op()}),
@@ -89,7 +84,22 @@ class SyncReplicasHook : public SessionRunHook {
     return StopLoop(/*close_token_queue=*/true);
   }
 
+  // The session goes (a task failed, or training ended): the loop must not
+  // run on it any more.
+  void BeforeCloseSession(ClientSession* session) override {
+    StopLoopIfRunning();
+  }
+
  private:
+  // Stops the loop if End has not (the session failed): closes the
+  // accumulators so that its waiting step ends, but leaves the token queue
+  // open for a chief that takes over.
+  void StopLoopIfRunning() {
+    if (!loop_.joinable()) return;
+    absl::Status s = StopLoop(/*close_token_queue=*/false);
+    if (!s.ok()) DF_LOG(Warning) << "stopping the aggregation loop: " << s;
+  }
+
   void RunLoop(ClientSession* session) {
     while (true) {
       {
@@ -121,7 +131,15 @@ class SyncReplicasHook : public SessionRunHook {
     std::vector<Operation> closes = {optimizer_->close_accumulators_op()};
     if (close_token_queue) closes.push_back(optimizer_->close_token_queue_op());
     absl::Status s = session->RunTargets(closes);
+    // With a task gone, the close may not have reached every accumulator,
+    // and the loop's step could wait on a live one: closing the session
+    // aborts that step.
+    if (!s.ok()) (void)session->Close();
     loop_.join();
+    {
+      absl::MutexLock lock(&mu_);
+      session_ = nullptr;
+    }
     return AddErrorContext(s, "closing the accumulators");
   }
 

@@ -39,7 +39,8 @@
 // with OUT_OF_RANGE because the chief has ended the job (EndJob in
 // server.h): Run then returns that OUT_OF_RANGE, ShouldStop() turns true and
 // Close() succeeds. A worker's loop treats OUT_OF_RANGE as the end, not as an
-// error.
+// error. A worker created after the job ended gets a session whose
+// ShouldStop() is true from the start.
 //
 // Hooks (see hooks.h) run around every step. The chief also gets the usual
 // ones, made from the options as TensorFlow makes them: a step counter, a
@@ -47,6 +48,7 @@
 #ifndef DISTFLOW_TRAIN_MONITORED_SESSION_H_
 #define DISTFLOW_TRAIN_MONITORED_SESSION_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -197,6 +199,9 @@ class MonitoredTrainingSession {
       const std::vector<Operation>& targets, bool* stop_requested);
   // Calls every hook's End, as the step that ends training does.
   absl::Status EndHooks();
+  // Tells every hook the session goes (BeforeCloseSession), then closes and
+  // destroys it. Returns the session's Close status.
+  absl::Status CloseSession();
 
   Scope scope_;
   Options options_;
@@ -205,7 +210,7 @@ class MonitoredTrainingSession {
   std::vector<std::shared_ptr<SessionRunHook>> hooks_;
   std::unique_ptr<ClientSession> session_;
   // When a step last succeeded (or the session was created).
-  absl::Time last_progress_;
+  std::chrono::steady_clock::time_point last_progress_;
   bool stop_ = false;
   bool failed_ = false;
   // A ps task refused a step because the chief ended the job.

@@ -12,6 +12,10 @@
 //   End(session)                 in the step that asks to stop, and at Close
 //                                if steps ran after that one (none after
 //                                a failed step): must be safe to repeat
+//   BeforeCloseSession(session)  before the session of AfterCreateSession is
+//                                closed and destroyed: when a task failure
+//                                makes the monitored session create it again,
+//                                and at Close, whatever happened before
 // Every method may fail; the monitored session then reports that error.
 #ifndef DISTFLOW_TRAIN_SESSION_RUN_HOOK_H_
 #define DISTFLOW_TRAIN_SESSION_RUN_HOOK_H_
@@ -86,6 +90,10 @@ class SessionRunHook {
   // Called once when the monitored session is closed after training ended
   // normally (not after an error).
   virtual absl::Status End(ClientSession* session) { return absl::OkStatus(); }
+  // The last call with `session`: a hook that keeps it (a thread running
+  // steps on it) stops using it here. The session's tasks may be gone, so
+  // steps run here may fail; they must not wait past their deadlines.
+  virtual void BeforeCloseSession(ClientSession* session) {}
 };
 
 }  // namespace train
