@@ -1,3 +1,4 @@
+#include "base/clock.h"
 #include "base/thread_pool.h"
 
 #include <sched.h>
@@ -159,7 +160,7 @@ int64_t ThreadPool::HandToLingering(const std::shared_ptr<PartsJob>& job,
 void ThreadPool::Linger(int index) {
   LingerSlot& slot = linger_slots_[index];
   slot.state.store(LingerSlot::kLingering);
-  absl::Time until = absl::Now() + absl::Microseconds(kLingerMicros);
+  SteadyTime until = SteadyAfter(SteadyNow(), absl::Microseconds(kLingerMicros));
   for (;;) {
     int state = slot.state.load(std::memory_order_acquire);
     if (state == LingerSlot::kHanded) {
@@ -169,11 +170,11 @@ void ThreadPool::Linger(int index) {
       Claim(job.get());
       job.reset();
       slot.state.store(LingerSlot::kLingering);
-      until = absl::Now() + absl::Microseconds(kLingerMicros);
+      until = SteadyAfter(SteadyNow(), absl::Microseconds(kLingerMicros));
       continue;
     }
     if (state == LingerSlot::kLingering &&
-        (absl::Now() >= until || stopping_.load(std::memory_order_relaxed)) &&
+        (SteadyNow() >= until || stopping_.load(std::memory_order_relaxed)) &&
         slot.state.compare_exchange_strong(state, LingerSlot::kAway)) {
       return;
     }
@@ -217,8 +218,8 @@ void ThreadPool::RunParts(int64_t parts,
   // machine costs the waker about 15 us and the sleeper 20-40 us more. A
   // session training the MLP ran 10-26% faster (docs/benchmarks.md,
   // "Waiting for a loop's last parts").
-  const absl::Time until = absl::Now() + kPartsPoll;
-  while (job->done_fast.load() < parts && absl::Now() < until) {
+  const SteadyTime until = SteadyAfter(SteadyNow(), kPartsPoll);
+  while (job->done_fast.load() < parts && SteadyNow() < until) {
     sched_yield();
   }
   absl::MutexLock lock(&job->mu);

@@ -1,4 +1,5 @@
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 #include "distflow/train/hooks.h"
 
 namespace distflow {
@@ -17,14 +18,14 @@ bool EveryTimer::Due(int64_t step) const {
   if (!last_.has_value()) return true;
   if (step == last_->step) return false;
   if (every_.steps > 0) return step >= last_->step + every_.steps;
-  return absl::Now() - last_->time >= absl::Seconds(every_.secs);
+  return SteadySince(last_->time) >= absl::Seconds(every_.secs);
 }
 
 std::optional<std::pair<int64_t, absl::Duration>> EveryTimer::Fire(
     int64_t step) {
-  const absl::Time now = absl::Now();
+  const SteadyTime now = SteadyNow();
   std::optional<std::pair<int64_t, absl::Duration>> since;
-  if (last_.has_value()) since.emplace(step - last_->step, now - last_->time);
+  if (last_.has_value()) since.emplace(step - last_->step, absl::FromChrono(now - last_->time));
   last_ = Mark{step, now};
   return since;
 }

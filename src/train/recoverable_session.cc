@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "distflow/train/saver.h"
@@ -48,7 +49,7 @@ RecoverableSession::~RecoverableSession() {
 absl::Status RecoverableSession::RunStep(
     const std::function<absl::Status(ClientSession*)>& step) {
   const absl::Duration max_wait = absl::Seconds(options_.max_wait_secs);
-  const absl::Time start = absl::Now();
+  const SteadyTime start = SteadyNow();
   for (;;) {
     if (session_ == nullptr) {
       ReadySessionOptions ready;
@@ -59,7 +60,7 @@ absl::Status RecoverableSession::RunStep(
       // What is left of this step's patience: a step gives up after
       // max_wait, however its time was spent.
       ready.max_wait =
-          std::max(max_wait - (absl::Now() - start), absl::Milliseconds(1));
+          std::max(max_wait - SteadySince(start), absl::Milliseconds(1));
       DF_ASSIGN_OR_RETURN(session_,
                           CreateReadySession(scope_, *scaffold_, ready));
     }
@@ -68,7 +69,7 @@ absl::Status RecoverableSession::RunStep(
     if (!IsRecoverable(s) && !ModelWasLost(s, session_.get(), *scaffold_)) {
       return s;
     }
-    const absl::Duration waited = absl::Now() - start;
+    const absl::Duration waited = SteadySince(start);
     if (waited > max_wait) {
       return AddErrorContext(
           s, absl::StrCat("RecoverableSession gave up after ",

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/clock.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "distflow/train/saver.h"
@@ -38,12 +39,12 @@ std::string NotReadyMessage(const std::vector<std::string>& names) {
 class Patience {
  public:
   explicit Patience(const ReadySessionOptions& options)
-      : options_(options), start_(absl::Now()) {}
+      : options_(options), start_(SteadyNow()) {}
 
   // Sleeps one poll interval, logging `what` if it is time to; once max_wait
   // has passed, DEADLINE_EXCEEDED naming `what` instead.
   absl::Status WaitFor(const std::string& what) {
-    const absl::Duration waited = absl::Now() - start_;
+    const absl::Duration waited = SteadySince(start_);
     if (waited + options_.poll_interval > options_.max_wait) {
       return absl::DeadlineExceededError(absl::StrCat(
           "gave up after ", absl::FormatDuration(waited),
@@ -68,7 +69,7 @@ class Patience {
 
  private:
   const ReadySessionOptions& options_;
-  const absl::Time start_;
+  const SteadyTime start_;
   absl::Duration next_log_ = absl::ZeroDuration();
 };
 

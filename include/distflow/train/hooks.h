@@ -15,6 +15,7 @@
 #ifndef DISTFLOW_TRAIN_HOOKS_H_
 #define DISTFLOW_TRAIN_HOOKS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -67,7 +68,7 @@ class EveryTimer {
   Every every_;
   struct Mark {
     int64_t step;
-    absl::Time time;
+    std::chrono::steady_clock::time_point time;
   };
   std::optional<Mark> last_;
 };

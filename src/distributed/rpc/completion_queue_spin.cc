@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "base/clock.h"
 
 namespace distflow {
 namespace {
@@ -37,7 +38,7 @@ bool NextAfterSpinning(grpc::CompletionQueue* cq, absl::Duration spin,
     // A deadline in the past: gRPC polls the connections once without
     // waiting (epoll_wait with a zero timeout) and returns.
     const std::chrono::system_clock::time_point past;
-    const absl::Time end = absl::Now() + spin;
+    const SteadyTime end = SteadyAfter(SteadyNow(), spin);
     do {
       switch (cq->AsyncNext(tag, ok, past)) {
         case grpc::CompletionQueue::GOT_EVENT:
@@ -47,7 +48,7 @@ bool NextAfterSpinning(grpc::CompletionQueue* cq, absl::Duration spin,
         case grpc::CompletionQueue::TIMEOUT:
           break;
       }
-    } while (absl::Now() < end);
+    } while (SteadyNow() < end);
   }
   return cq->Next(tag, ok);
 }

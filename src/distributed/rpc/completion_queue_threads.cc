@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 #include "distributed/rpc/completion_queue_spin.h"
 
 namespace distflow {
@@ -98,15 +99,15 @@ void CompletionQueueThreads::Poll() {
   // dist_train_bench's rate). An idle task blocks in Next and uses no CPU.
   bool spin = true;
   while (true) {
-    const absl::Time start = absl::Now();
+    const SteadyTime start = SteadyNow();
     if (!NextAfterSpinning(cq_, spin ? spin_ : absl::ZeroDuration(), &tag,
                            &ok)) {
       break;
     }
     // (Twice the budget: a wait that blocked also paid the wake-up.)
-    spin = absl::Now() - start <= 2 * spin_;
+    spin = SteadySince(start) <= 2 * spin_;
     if (busy_.fetch_add(1) + 1 == num_threads_) {
-      all_busy_since_ns_.store(absl::GetCurrentTimeNanos());
+      all_busy_since_ns_.store(SteadyNanos());
     }
     static_cast<CqTag*>(tag)->OnEvent(ok);
     if (busy_.fetch_sub(1) == num_threads_) all_busy_since_ns_.store(0);
@@ -117,7 +118,7 @@ void CompletionQueueThreads::Standby() {
   pthread_setname_np(pthread_self(), (name_.substr(0, 13) + "_s").c_str());
   auto all_stuck = [this] {
     const int64_t since = all_busy_since_ns_.load();
-    return since != 0 && absl::GetCurrentTimeNanos() - since > kStandbyAfterNs;
+    return since != 0 && SteadyNanos() - since > kStandbyAfterNs;
   };
   while (!stop_standby_.WaitForNotificationWithTimeout(kStandbyCheck)) {
     if (!all_stuck()) continue;

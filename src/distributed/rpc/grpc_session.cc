@@ -134,8 +134,7 @@ class GrpcSession : public Session {
         s.message()));
   }
   static void SetDeadline(grpc::ClientContext* ctx, int64_t ms) {
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(ms));
+    ctx->set_deadline(DeadlineAfterMs(ms));
   }
   absl::Status CreateLocked(const proto::GraphDef& graph)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -3,6 +3,7 @@
 #ifndef DISTFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_
 #define DISTFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,14 @@ namespace distflow {
 
 absl::Status FromGrpcStatus(const grpc::Status& s);
 grpc::Status ToGrpcStatus(const absl::Status& s);
+
+// A call deadline `ms` milliseconds from now on gRPC's monotonic clock (for
+// ClientContext::set_deadline and Server::Shutdown): a wall clock set forward
+// or back does not move it.
+inline gpr_timespec DeadlineAfterMs(int64_t ms) {
+  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                      gpr_time_from_millis(ms, GPR_TIMESPAN));
+}
 
 // Whether a switch of the environment is on: true unless `name` is set to
 // "0" (the switches that turn a transport path off, for measuring).
