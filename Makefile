@@ -1,11 +1,12 @@
 # distflow: top-level commands. `make test` installs missing Debian packages, configures, builds and
 # runs every test; `make demo` trains Fashion-MNIST on a local cluster (scripts/demo.sh); `make bench`
-# runs the benchmarks.
+# runs the benchmarks; `make sanitize` runs the unit tests under ASan and UBSan; `make fuzz` runs every
+# fuzz target for FUZZ_SECONDS (default 60).
 BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo bench format clean
+.PHONY: all deps configure build test demo bench format clean sanitize fuzz chaos
 
 all: build
 
@@ -28,11 +29,26 @@ bench: build
 	@scripts/install_deps.sh --bench
 	@scripts/run_benchmarks.sh $(BUILD)
 
+sanitize:
+	@scripts/sanitize.sh
+
+FUZZ_SECONDS ?= 60
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
+
+# Seeded rounds of kill -9s of random tasks of a Fashion-MNIST cluster (2 ps, 2 workers), restarted
+# on their ports, in each mode (tools/chaos.py); CI runs one round of each: `make chaos CHAOS_ROUNDS=1`.
+CHAOS_ROUNDS ?= 10
+CHAOS_SEED ?= 1
+chaos: build
+	@/usr/bin/python3 tools/chaos.py --binary $(BUILD)/bin/fashion_mnist --modes async,sync \
+	  --rounds $(CHAOS_ROUNDS) --seed $(CHAOS_SEED)
+
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
 clean:
-	@rm -rf $(BUILD)
+	@rm -rf $(BUILD) build-fuzz
 
 # Installs headers, libraries, the package config and the tools under PREFIX.
 PREFIX ?= /usr/local

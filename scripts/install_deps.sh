@@ -18,6 +18,10 @@ packages=(
 if [ "${1:-}" = "--bench" ]; then
   packages+=(python3-torch python3-numpy)
 fi
+# The sanitizer build and the fuzz targets (make sanitize, make fuzz): clang with its runtimes and libFuzzer.
+if [ "${1:-}" = "--sanitize" ]; then
+  packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
