@@ -83,6 +83,22 @@ struct ServerOptions {
   // its callers open whatever its own setting. The environment variable
   // DISTFLOW_DATA_SOCKETS overrides it.
   int data_sockets = 2;
+  // Tensors pushed here by other tasks that no step has taken yet (those of
+  // a step whose RunGraph has not come here, and those still arriving in
+  // chunks) are dropped after this long (at most the step deadline and its
+  // slack), and may hold this many bytes per peer connection and in all: a
+  // push past either is refused with RESOURCE_EXHAUSTED naming the peer. A
+  // peer that never finishes or never runs its step thus holds a bounded
+  // amount for a bounded time. 0 bytes: no limit.
+  int64_t pending_push_timeout_ms = 300'000;
+  int64_t max_pending_push_bytes_per_peer = int64_t{4} << 30;
+  int64_t max_pending_push_bytes = int64_t{16} << 30;
+  // The largest gRPC message the task takes; a larger one is refused with
+  // RESOURCE_EXHAUSTED. Pushed tensors and a session's feeds and fetches
+  // travel in 4 MiB pieces whatever their size; a graph (with its constants)
+  // and the feeds of one partition travel as one message each. At least
+  // 8 MiB (the pieces must fit).
+  int64_t max_message_bytes = int64_t{256} << 20;
 };
 
 // Thread-safe.

@@ -22,6 +22,8 @@ namespace {
 
 // How many finished step ids a worker remembers to refuse late tensors.
 constexpr size_t kFinishedStepsRemembered = 1 << 16;
+// The most values one RunGraph may fetch (far more than a partition has).
+constexpr int kMaxFetchesPerRunGraph = 1 << 20;
 
 uint64_t NewIncarnation() {
   std::random_device rd;
@@ -86,6 +88,8 @@ class Worker::StepRendezvous : public Rendezvous {
 Worker::Worker(WorkerEnv env)
     : env_(std::move(env)),
       incarnation_(NewIncarnation()),
+      push_budget_(env_.max_pending_push_bytes_per_peer,
+                   env_.max_pending_push_bytes),
       device_(env_.task_name + "/device:CPU:0", env_.intra_op_pool) {
   if (env_.unclaimed_step_timeout != absl::InfiniteDuration()) {
     expiry_thread_ = std::thread([this] { ExpireUnclaimedSteps(); });
@@ -243,6 +247,18 @@ void Worker::RunGraphImpl(
          {});
     return;
   }
+  // (A count from the network: a negative one would throw in the frame's
+  // vector, and a huge one allocate for nothing.)
+  if (request.num_fetches() < 0 ||
+      request.num_fetches() > kMaxFetchesPerRunGraph) {
+    done(absl::InvalidArgumentError(absl::StrCat(
+             "RunGraph of graph '", request.graph_handle(), "' on task ",
+             env_.task_name, " asks for ", request.num_fetches(),
+             " fetches; the count must be between 0 and ",
+             kMaxFetchesPerRunGraph)),
+         {});
+    return;
+  }
   absl::Status status;
   std::shared_ptr<Step> step =
       FindOrCreateStep(step_id, /*pushed=*/nullptr, &status, master_task);
@@ -294,9 +310,16 @@ void Worker::AbortStepAsync(const proto::AbortStepRequest* request,
 
 void Worker::PushTensorAsync(int64_t step_id, const std::string& key,
                              Tensor value, StatusCallback done) {
+  PushTensorFromPeerAsync(step_id, key, std::move(value), std::string(),
+                          std::move(done));
+}
+
+void Worker::PushTensorFromPeerAsync(int64_t step_id, const std::string& key,
+                                     Tensor value, const std::string& peer,
+                                     StatusCallback done) {
   absl::Status status;
   PushedTensor pushed{TaskOfDevice(key.substr(0, key.find(';'))),
-                      static_cast<int64_t>(value.TotalBytes())};
+                      static_cast<int64_t>(value.TotalBytes()), peer};
   std::shared_ptr<Step> step = FindOrCreateStep(step_id, &pushed, &status);
   if (step == nullptr) {
     done(status);
@@ -415,10 +438,13 @@ void Worker::ExpireUnclaimedSteps() {
   };
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&destroying_), period)) {
-    const absl::Time now = absl::Now();
+    // (The steady clock: a step of the wall clock must not drop tensors
+    // early or keep them for the size of the jump.)
+    const auto now = std::chrono::steady_clock::now();
+    const auto limit = absl::ToChronoNanoseconds(timeout);
     std::vector<std::pair<int64_t, Expired>> expired;
     for (const auto& [id, step] : steps_) {
-      if (step->claimed || now - step->first_push < timeout) continue;
+      if (step->claimed || now - step->first_push < limit) continue;
       std::vector<std::string> senders(step->senders.begin(),
                                        step->senders.end());
       std::sort(senders.begin(), senders.end());
@@ -452,11 +478,24 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
     const std::string& master_task) {
   // What was pushed is kept (under the lock, with the lookup) only for the
   // log line of a step that never runs here.
-  auto record = [pushed, &master_task](Step* step) {
+  auto record = [this, pushed, &master_task,
+                 step_id](Step* step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (pushed == nullptr) {
+      if (!step->claimed) ReleaseBudgetLocked(step);
       step->claimed = true;
       step->master_task = master_task;
-      return;
+      return absl::OkStatus();
+    }
+    if (!step->claimed && !pushed->peer.empty()) {
+      absl::Status s = push_budget_.Reserve(
+          pushed->peer, pushed->bytes,
+          absl::StrCat("a tensor claiming to come from ",
+                       pushed->sender.empty() ? "(no task)" : pushed->sender,
+                       " for step ", step_id,
+                       " (which has not started on task ", env_.task_name,
+                       ")"));
+      if (!s.ok()) return s;
+      step->budgeted[pushed->peer] += pushed->bytes;
     }
     pushed->from_master =
         !step->master_task.empty() && pushed->sender == step->master_task;
@@ -465,11 +504,13 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
       step->pushed_bytes += pushed->bytes;
       step->senders.insert(pushed->sender);
     }
+    return absl::OkStatus();
   };
   absl::MutexLock lock(&mu_);
   auto it = steps_.find(step_id);
   if (it != steps_.end()) {
-    record(it->second.get());
+    *status = record(it->second.get());
+    if (!status->ok()) return nullptr;
     return it->second;
   }
   if (!refuse_reason_.empty()) {
@@ -490,8 +531,9 @@ std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
     return nullptr;
   }
   auto step = std::make_shared<Step>();
-  if (pushed != nullptr) step->first_push = absl::Now();
-  record(step.get());
+  if (pushed != nullptr) step->first_push = std::chrono::steady_clock::now();
+  *status = record(step.get());
+  if (!status->ok()) return nullptr;
   step->rendezvous = std::make_shared<StepRendezvous>(this, step_id);
   steps_.emplace(step_id, step);
   return step;
@@ -502,8 +544,20 @@ void Worker::FinishStep(int64_t step_id, std::string expired_reason) {
   FinishStepLocked(step_id, std::move(expired_reason));
 }
 
+void Worker::ReleaseBudgetLocked(Step* step) {
+  for (const auto& [peer, bytes] : step->budgeted) {
+    push_budget_.Release(peer, bytes);
+  }
+  step->budgeted.clear();
+}
+
 void Worker::FinishStepLocked(int64_t step_id, std::string expired_reason) {
-  if (steps_.erase(step_id) > 0) last_step_finished_ = absl::Now();
+  auto step = steps_.find(step_id);
+  if (step != steps_.end()) {
+    ReleaseBudgetLocked(step->second.get());
+    steps_.erase(step);
+    last_step_finished_ = absl::Now();
+  }
   if (finished_.emplace(step_id, std::move(expired_reason)).second) {
     finished_order_.push_back(step_id);
     if (finished_order_.size() > kFinishedStepsRemembered) {

@@ -12,6 +12,7 @@
 #ifndef DISTFLOW_DISTRIBUTED_WORKER_H_
 #define DISTFLOW_DISTRIBUTED_WORKER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -26,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/thread_pool.h"
+#include "distributed/push_budget.h"
 #include "distributed/worker_interface.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
@@ -51,6 +53,11 @@ struct WorkerEnv {
   // before any partition pushes, have passed their deadline), so they would
   // leak. Infinite keeps them until the step is aborted.
   absl::Duration unclaimed_step_timeout = absl::InfiniteDuration();
+  // What tensors pushed by other tasks may hold here before a step takes
+  // them (unclaimed ones, and those still arriving in chunks): per peer and
+  // in all (see push_budget.h; 0: no limit).
+  int64_t max_pending_push_bytes_per_peer = PushBudget::kDefaultPerPeer;
+  int64_t max_pending_push_bytes = PushBudget::kDefaultPerTask;
 };
 
 class Worker : public WorkerInterface {
@@ -79,6 +86,16 @@ class Worker : public WorkerInterface {
                       StatusCallback done) override;
   void PushTensorAsync(int64_t step_id, const std::string& key, Tensor value,
                        StatusCallback done) override;
+  // A tensor pushed by `peer` (as the transport names it): while no RunGraph
+  // of its step has come, it counts against the peer's budget
+  // (push_budget()), and is refused with RESOURCE_EXHAUSTED naming the peer
+  // past it. PushTensorAsync is this for a push from this process.
+  void PushTensorFromPeerAsync(int64_t step_id, const std::string& key,
+                               Tensor value, const std::string& peer,
+                               StatusCallback done);
+  // What pushed tensors not yet taken by a step hold, by peer (shared with
+  // the transport's chunk assembly).
+  PushBudget* push_budget() { return &push_budget_; }
   void ShutdownAsync(const proto::ShutdownRequest* request,
                      proto::ShutdownResponse* response,
                      StatusCallback done) override;
@@ -112,7 +129,9 @@ class Worker : public WorkerInterface {
     // Guarded by mu_. Whether a RunGraph of the step has started here; until
     // then, what was pushed for it (see unclaimed_step_timeout).
     bool claimed = false;
-    absl::Time first_push = absl::InfinitePast();
+    std::chrono::steady_clock::time_point first_push;
+    // Bytes counted against each peer's push budget while unclaimed.
+    absl::flat_hash_map<std::string, int64_t> budgeted;
     int64_t pushed_tensors = 0;
     int64_t pushed_bytes = 0;
     absl::flat_hash_set<std::string> senders;
@@ -135,6 +154,9 @@ class Worker : public WorkerInterface {
     // The task that pushed it (parsed before the lock is taken).
     std::string sender;
     int64_t bytes;
+    // The peer that pushed it, as the transport names it ("": this process,
+    // counted against no budget).
+    std::string peer;
     // Set: whether the step's master runs on the task that pushed it.
     bool from_master = false;
   };
@@ -153,6 +175,8 @@ class Worker : public WorkerInterface {
   void FinishStep(int64_t step_id, std::string expired_reason = "");
   void FinishStepLocked(int64_t step_id, std::string expired_reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives back what `step`'s pushed tensors counted against push_budget_.
+  void ReleaseBudgetLocked(Step* step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Push(int64_t step_id, const std::string& key, const Tensor& value,
             StatusCallback done);
   // Admits a registration from process `incarnation` of master task
@@ -167,6 +191,7 @@ class Worker : public WorkerInterface {
 
   const WorkerEnv env_;
   const uint64_t incarnation_;
+  PushBudget push_budget_;
   CpuDevice device_;
 
   absl::Mutex mu_;

@@ -433,6 +433,12 @@ struct CallStreamMethod {
   std::function<void(const Request* request, Response* response,
                      std::function<void(const absl::Status&)> done)>
       handle;
+  // Instead of `handle`: the same, with the caller's address as gRPC names
+  // it (for errors and limits that name the caller).
+  std::function<void(const std::string& peer, const Request* request,
+                     Response* response,
+                     std::function<void(const absl::Status&)> done)>
+      handle_from_peer;
   // Called for each call still running when its stream breaks (the caller
   // went away) or its caller gives up on it (its deadline passed), as for a
   // cancelled unary call. May be empty.
@@ -474,6 +480,7 @@ class ServerStream : public std::enable_shared_from_this<ServerStream<Calls>> {
     if (!ok) return;  // the server is stopping; no stream came
     auto next = std::make_shared<ServerStream>(method_, cq_, threads_);
     next->Await();
+    peer_ = ctx_.peer();  // before the first read: read-only from then on
     absl::MutexLock lock(&mu_);
     if (!StartRead()) read_ended_ = true;
     MaybeFinish();
@@ -536,9 +543,23 @@ class ServerStream : public std::enable_shared_from_this<ServerStream<Calls>> {
     }
     if (call != nullptr) {
       auto self = this->shared_from_this();
-      method_->handle(
-          &call->call.request, &call->response,
-          [self, call](const absl::Status& s) { self->Answer(call, s); });
+      auto answered = std::make_shared<std::atomic<bool>>(false);
+      auto done = [self, call, answered](const absl::Status& s) {
+        if (!answered->exchange(true)) self->Answer(call, s);
+      };
+      // The last line of defence: a handler that throws fails its call, not
+      // the process.
+      try {
+        if (method_->handle_from_peer) {
+          method_->handle_from_peer(peer_, &call->call.request, &call->response,
+                                    done);
+        } else {
+          method_->handle(&call->call.request, &call->response, done);
+        }
+      } catch (const std::exception& e) {
+        done(absl::InternalError(absl::StrCat(
+            Calls::kMethod, " failed on the task that served it: ", e.what())));
+      }
     }
     if (method_->on_cancel) {
       for (const auto& running : abandoned) {
@@ -598,6 +619,7 @@ class ServerStream : public std::enable_shared_from_this<ServerStream<Calls>> {
   CompletionQueueThreads* const threads_;
   grpc::ServerContext ctx_;
   typename Method::Stream stream_;
+  std::string peer_;  // the caller, as gRPC names it
 
   absl::Mutex mu_;
   typename Calls::CallMessage incoming_ ABSL_GUARDED_BY(mu_);

@@ -25,10 +25,11 @@ class GrpcMasterService : public AsyncService {
  public:
   GrpcMasterService(Master* master, ThreadPool* pool)
       : master_(master), pool_(pool) {
-    Bind(&create_session_, &Service::RequestCreateSession,
+    Bind("CreateSession", &create_session_, &Service::RequestCreateSession,
          &GrpcMasterService::CreateSession);
-    Bind(&extend_session_, &Service::RequestExtendSession,
+    Bind("ExtendSession", &extend_session_, &Service::RequestExtendSession,
          &GrpcMasterService::ExtendSession);
+    run_step_.name = "RunStep";
     SetRequestFunction(&run_step_, &service_, &Service::RequestRunStep);
     run_step_.handle_cancellable = [this](const proto::RunStepRequest* request,
                                           proto::RunStepResponse* response,
@@ -36,9 +37,9 @@ class GrpcMasterService : public AsyncService {
                                           CancellationManager* cancel) {
       RunStep(request, response, std::move(finish), cancel);
     };
-    Bind(&close_session_, &Service::RequestCloseSession,
+    Bind("CloseSession", &close_session_, &Service::RequestCloseSession,
          &GrpcMasterService::CloseSession);
-    Bind(&keep_session_, &Service::RequestKeepSession,
+    Bind("KeepSession", &keep_session_, &Service::RequestKeepSession,
          &GrpcMasterService::KeepSession);
   }
 
@@ -126,17 +127,28 @@ class GrpcMasterService : public AsyncService {
   }
 
   // Answers with `work`'s status once it has run on the pool.
+  // A `work` that throws fails its call: no exception crosses the RPC
+  // boundary, nor ends the pool's thread.
   void Defer(Finish finish, std::function<absl::Status()> work) {
     pool_->Schedule([finish = std::move(finish), work = std::move(work)] {
-      finish(ToGrpcStatus(work()));
+      absl::Status s;
+      try {
+        s = work();
+      } catch (const std::exception& e) {
+        s = absl::InternalError(absl::StrCat(
+            "a master call failed on the task that served it: ", e.what()));
+      }
+      finish(ToGrpcStatus(s));
     });
   }
 
   // Hands a method's calls to `handler`.
   template <typename Request, typename Response, typename RequestFn>
-  void Bind(Method<Request, Response>* method, RequestFn request_fn,
+  void Bind(const char* name, Method<Request, Response>* method,
+            RequestFn request_fn,
             void (GrpcMasterService::*handler)(const Request*, Response*,
                                                Finish)) {
+    method->name = name;
     SetRequestFunction(method, &service_, request_fn);
     method->handle = [this, handler](const Request* request, Response* response,
                                      Finish finish) {

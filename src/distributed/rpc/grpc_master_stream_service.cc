@@ -100,6 +100,15 @@ class StepCall : public CqTag {
 
   // Decodes one message of the request; true once every feed is complete.
   absl::StatusOr<bool> Decode(const grpc::ByteBuffer& message) {
+    // The last line of defence: a decoder that throws fails the call.
+    try {
+      return DecodeOrThrow(message);
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat(
+          "RunStep stream: decoding a message failed: ", e.what()));
+    }
+  }
+  absl::StatusOr<bool> DecodeOrThrow(const grpc::ByteBuffer& message) {
     proto::RunStepStreamHeader header;
     auto framed = ParseFramedMessage(message, &header, "RunStep stream");
     if (!framed.ok()) return framed.status();
@@ -150,6 +159,25 @@ class StepCall : public CqTag {
 
  private:
   void RunStep() {
+    absl::StatusOr<std::vector<Tensor>> outputs;
+    // The last line of defence: a step that throws fails the call, and
+    // neither the process nor the pool's thread ends.
+    try {
+      outputs = RunStepOrThrow();
+    } catch (const std::exception& e) {
+      outputs = absl::InternalError(
+          absl::StrCat("RunStep failed on the master: ", e.what()));
+    }
+    if (!outputs.ok()) {
+      FinishWith(ToGrpcStatus(outputs.status()));
+      return;
+    }
+    // At least one message, even without fetches.
+    outgoing_ = EncodeTensorStream(proto::RunStepStreamHeader(), *outputs);
+    WriteNext();
+  }
+
+  absl::StatusOr<std::vector<Tensor>> RunStepOrThrow() {
     absl::StatusOr<std::vector<Tensor>> outputs = feeds_->Finish();
     if (outputs.ok()) {
       std::vector<std::pair<std::string, Tensor>> feeds;
@@ -165,13 +193,7 @@ class StepCall : public CqTag {
                                    step_->target().end()),
           &cancel_);
     }
-    if (!outputs.ok()) {
-      FinishWith(ToGrpcStatus(outputs.status()));
-      return;
-    }
-    // At least one message, even without fetches.
-    outgoing_ = EncodeTensorStream(proto::RunStepStreamHeader(), *outputs);
-    WriteNext();
+    return outputs;
   }
 
   void WriteNext() {

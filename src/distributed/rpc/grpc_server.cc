@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -18,6 +19,8 @@
 #include "distributed/rpc/grpc_worker_service.h"
 #include "distributed/rpc/local_socket.h"
 #include "distributed/rpc/same_host.h"
+#include "distributed/rpc/tensor_wire.h"
+#include "grpcpp/resource_quota.h"
 #include "proto/worker.grpc.pb.h"
 
 namespace distflow {
@@ -51,9 +54,18 @@ bool SplitAddress(const std::string& address, std::string* host, int* port) {
 // master starts every RunGraph of a step, each with the step deadline, as the
 // step begins and before any partition can push; the slack covers the time
 // it takes to start them all.
-absl::Duration UnclaimedStepTimeout(int64_t step_ms) {
+absl::Duration UnclaimedStepTimeout(int64_t step_ms, int64_t pending_ms) {
   const absl::Duration step = absl::Milliseconds(step_ms);
-  return step + std::min(step, absl::Minutes(1));
+  const absl::Duration longest = step + std::min(step, absl::Minutes(1));
+  return pending_ms > 0 ? std::min(longest, absl::Milliseconds(pending_ms))
+                        : longest;
+}
+
+// The largest message the task takes: the option, but room for a push's
+// chunk and its header whatever it says.
+int MaxMessageBytes(int64_t option) {
+  return static_cast<int>(std::clamp<int64_t>(
+      option, 2 * kDefaultPushChunkBytes, std::numeric_limits<int>::max()));
 }
 
 bool IsLoopback(const std::string& host) {
@@ -160,6 +172,13 @@ absl::Status GrpcServer::Start() {
   const std::string listen = absl::StrCat(listen_host, ":", port_);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
+  // No peer may make the task take a message of gigabytes, nor gRPC buffer
+  // without bound (the quota makes it shrink its windows instead).
+  const int max_message = MaxMessageBytes(options_.max_message_bytes);
+  builder.SetMaxReceiveMessageSize(max_message);
+  grpc::ResourceQuota quota(absl::StrCat("distflow task ", task_name_));
+  quota.Resize(std::max<size_t>(size_t{1} << 30, size_t{8} * max_message));
+  builder.SetResourceQuota(quota);
   int bound = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
   std::string socket;
@@ -202,7 +221,11 @@ absl::Status GrpcServer::Start() {
   worker_env.worker_cache = worker_cache_.get();
   worker_env.inter_op_pool = &inter_op_pool_;
   worker_env.intra_op_pool = &intra_op_pool_;
-  worker_env.unclaimed_step_timeout = UnclaimedStepTimeout(deadlines.step_ms);
+  worker_env.unclaimed_step_timeout =
+      UnclaimedStepTimeout(deadlines.step_ms, options_.pending_push_timeout_ms);
+  worker_env.max_pending_push_bytes_per_peer =
+      options_.max_pending_push_bytes_per_peer;
+  worker_env.max_pending_push_bytes = options_.max_pending_push_bytes;
   worker_env.request_stop = [this](const std::string& reason,
                                    int64_t idle_grace_ms) {
     DF_LOG(Info) << "task " << task_name_ << " asked to stop: " << reason
@@ -238,6 +261,8 @@ absl::Status GrpcServer::Start() {
   service_options.pool = recv_pool_;
   if (paths.data_connection) service_options.data_host = listen_host;
   service_options.task = task_name_;
+  service_options.partial_timeout =
+      UnclaimedStepTimeout(deadlines.step_ms, options_.pending_push_timeout_ms);
   worker_service_ = NewGrpcWorkerService(worker_.get(), service_options);
   data_listener_ = worker_service_->data_listener();
   master_service_ = NewGrpcMasterService(master_.get(), &master_pool_);

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,9 @@ using Service = proto::WorkerService::WithAsyncMethod_GetStatus<
 
 using Finish = std::function<void(const grpc::Status&)>;
 
+// The peer that pushes on a data connection stands for in budgets.
+constexpr char kDataConnectionPeer[] = "(a data connection)";
+
 StatusCallback Finisher(Finish finish) {
   return [finish = std::move(finish)](const absl::Status& s) {
     finish(ToGrpcStatus(s));
@@ -44,17 +48,20 @@ class WorkerService : public GrpcWorkerService {
         // Large same-host reads are split across the task's intra-op
         // threads, which are idle while the step waits for the tensor.
         assembler_(options.pool, options.same_host_reads,
-                   worker->device()->intra_op_pool()) {
+                   worker->device()->intra_op_pool(), worker->push_budget(),
+                   options.partial_timeout) {
     if (!options.data_host.empty()) {
       data_listener_ = std::make_unique<LazyDataListener>(
           options.data_host, options.pool, DataHandlers(), options.task);
     }
-    Forward(&get_status_, &Service::RequestGetStatus, &Worker::GetStatusAsync);
-    Forward(&register_graph_, &Service::RequestRegisterGraph,
+    Forward("GetStatus", &get_status_, &Service::RequestGetStatus,
+            &Worker::GetStatusAsync);
+    Forward("RegisterGraph", &register_graph_, &Service::RequestRegisterGraph,
             &Worker::RegisterGraphAsync);
-    Forward(&deregister_graph_, &Service::RequestDeregisterGraph,
-            &Worker::DeregisterGraphAsync);
-    Forward(&run_graph_, &Service::RequestRunGraph, &Worker::RunGraphAsync);
+    Forward("DeregisterGraph", &deregister_graph_,
+            &Service::RequestDeregisterGraph, &Worker::DeregisterGraphAsync);
+    Forward("RunGraph", &run_graph_, &Service::RequestRunGraph,
+            &Worker::RunGraphAsync);
     run_graph_.on_cancel = [this](const proto::RunGraphRequest& request) {
       AbortAbandonedStep(request);
     };
@@ -78,41 +85,45 @@ class WorkerService : public GrpcWorkerService {
         [this](const proto::RunGraphRequest& request) {
           AbortAbandonedStep(request);
         };
-    Forward(&abort_step_, &Service::RequestAbortStep, &Worker::AbortStepAsync);
+    Forward("AbortStep", &abort_step_, &Service::RequestAbortStep,
+            &Worker::AbortStepAsync);
     abort_step_.handle = [this](const proto::AbortStepRequest* request,
                                 proto::AbortStepResponse* response,
                                 Finish finish) {
       assembler_.DropStep(request->step_id());
       worker_->AbortStepAsync(request, response, Finisher(std::move(finish)));
     };
-    Forward(&shutdown_, &Service::RequestShutdown, &Worker::ShutdownAsync);
+    Forward("Shutdown", &shutdown_, &Service::RequestShutdown,
+            &Worker::ShutdownAsync);
     push_tensor_.request =
         [this](grpc::ServerContext* ctx, grpc::ByteBuffer* request,
                grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer,
                grpc::ServerCompletionQueue* cq, void* tag) {
           service_.RequestPushTensor(ctx, request, writer, cq, cq, tag);
         };
-    push_tensor_.handle = [this](const grpc::ByteBuffer* request,
-                                 grpc::ByteBuffer* response, Finish finish) {
-      auto answer = std::make_shared<proto::PushTensorResponse>();
-      PushTensor(*request, answer.get(),
-                 [answer, response,
-                  finish = std::move(finish)](const absl::Status& s) {
-                   *response = ProtoToByteBuffer(*answer);
-                   finish(ToGrpcStatus(s));
-                 });
-    };
+    push_tensor_.name = "PushTensor";
+    push_tensor_.handle_from_peer =
+        [this](const std::string& peer, const grpc::ByteBuffer* request,
+               grpc::ByteBuffer* response, Finish finish) {
+          auto answer = std::make_shared<proto::PushTensorResponse>();
+          PushTensor(*request, peer, answer.get(),
+                     [answer, response,
+                      finish = std::move(finish)](const absl::Status& s) {
+                       *response = ProtoToByteBuffer(*answer);
+                       finish(ToGrpcStatus(s));
+                     });
+        };
     // The same pushes as messages on a stream that stays open between steps.
     push_stream_.request = [this](grpc::ServerContext* ctx,
                                   PushStreamMethod::Stream* stream,
                                   grpc::ServerCompletionQueue* cq, void* tag) {
       service_.RequestPushTensorStream(ctx, stream, cq, cq, tag);
     };
-    push_stream_.handle = [this](const grpc::ByteBuffer* request,
-                                 proto::PushTensorResponse* response,
-                                 StatusCallback done) {
-      PushTensor(*request, response, std::move(done));
-    };
+    push_stream_.handle_from_peer =
+        [this](const std::string& peer, const grpc::ByteBuffer* request,
+               proto::PushTensorResponse* response, StatusCallback done) {
+          PushTensor(*request, peer, response, std::move(done));
+        };
   }
 
   grpc::Service* service() override { return &service_; }
@@ -144,9 +155,11 @@ class WorkerService : public GrpcWorkerService {
 
   // Hands a method's calls to the worker, which answers through `finish`.
   template <typename Request, typename Response, typename RequestFn>
-  void Forward(Method<Request, Response>* method, RequestFn request_fn,
+  void Forward(const char* name, Method<Request, Response>* method,
+               RequestFn request_fn,
                void (Worker::*handler)(const Request*, Response*,
                                        StatusCallback)) {
+    method->name = name;
     SetRequestFunction(method, &service_, request_fn);
     method->handle = [this, handler](const Request* request, Response* response,
                                      Finish finish) {
@@ -157,15 +170,18 @@ class WorkerService : public GrpcWorkerService {
   // The calls that come on data connections, served as over gRPC.
   DataListener::Handlers DataHandlers() {
     DataListener::Handlers handlers;
+    // (Data connections do not say which peer they serve: their pushes
+    // share one budget.)
     handlers.deliver = [this](int64_t step_id, const std::string& key,
                               Tensor value, StatusCallback done) {
-      worker_->PushTensorAsync(step_id, key, std::move(value), std::move(done));
+      worker_->PushTensorFromPeerAsync(step_id, key, std::move(value),
+                                       kDataConnectionPeer, std::move(done));
     };
     handlers.offer = [this](const proto::PushTensorHeader& header,
                             proto::PushTensorResponse* response,
                             StatusCallback done) {
-      TakePushed(assembler_.AddOffer(header), response, std::move(done),
-                 /*over_grpc=*/false);
+      TakePushed(assembler_.AddOffer(header), kDataConnectionPeer, response,
+                 std::move(done), /*over_grpc=*/false);
     };
     handlers.run_graph = [this](const proto::RunGraphRequest* request,
                                 proto::RunGraphResponse* response,
@@ -215,17 +231,17 @@ class WorkerService : public GrpcWorkerService {
 
   // Takes one PushTensor message (unary or on a stream); `done` gets its
   // status once `response` is set.
-  void PushTensor(const grpc::ByteBuffer& request,
+  void PushTensor(const grpc::ByteBuffer& request, const std::string& peer,
                   proto::PushTensorResponse* response, StatusCallback done) {
-    TakePushed(assembler_.Add(request), response, std::move(done),
+    TakePushed(assembler_.Add(request, peer), peer, response, std::move(done),
                /*over_grpc=*/true);
   }
 
   // Delivers what a push message (or a same-host offer on a data connection)
   // completed. The answer to one `over_grpc` offers a data connection.
   void TakePushed(absl::StatusOr<PushAssembler::Complete> pushed,
-                  proto::PushTensorResponse* response, StatusCallback done,
-                  bool over_grpc) {
+                  const std::string& peer, proto::PushTensorResponse* response,
+                  StatusCallback done, bool over_grpc) {
     if (!pushed.ok()) {
       done(pushed.status());
     } else if (!pushed->same_host_refused.empty()) {
@@ -236,8 +252,9 @@ class WorkerService : public GrpcWorkerService {
     } else {
       if (over_grpc) Offer(response->mutable_data_connection());
       // (Moved: this frame holds no reference while the consumers run.)
-      worker_->PushTensorAsync(pushed->step_id, pushed->key,
-                               std::move(pushed->value), std::move(done));
+      worker_->PushTensorFromPeerAsync(pushed->step_id, pushed->key,
+                                       std::move(pushed->value), peer,
+                                       std::move(done));
     }
   }
 

@@ -9,6 +9,7 @@
 #include "distributed/rpc/async_service.h"
 #include "distributed/rpc/data_listener.h"
 #include "distributed/rpc/recv_buffer_pool.h"
+#include "distributed/rpc/tensor_wire.h"
 #include "distributed/worker.h"
 
 namespace distflow {
@@ -25,6 +26,9 @@ struct WorkerServiceOptions {
   // made then), and calls on it are served as over gRPC.
   std::string data_host;
   std::string task;
+  // How long a tensor pushed in chunks may wait for its last chunk (it counts
+  // against the worker's push budget meanwhile).
+  absl::Duration partial_timeout = PushAssembler::kDefaultPartialTimeout;
 };
 
 class GrpcWorkerService : public AsyncService {

@@ -33,10 +33,12 @@ std::shared_ptr<RecvBufferPool> RecvBufferPool::Create(size_t max_free_bytes) {
 
 absl::StatusOr<Tensor> RecvBufferPool::Allocate(DataType dtype,
                                                 const TensorShape& shape) {
-  const size_t size =
-      static_cast<size_t>(shape.num_elements()) * DataTypeSize(dtype);
+  // (The size comes from a peer's header: checked before anything is made.)
+  absl::StatusOr<size_t> checked = TensorByteSize(dtype, shape);
+  if (!checked.ok()) return checked.status();
+  const size_t size = *checked;
   if (size < kMinPooledBytes || DataTypeSize(dtype) == 0) {
-    return Tensor::Uninitialized(dtype, shape);
+    return Tensor::Create(dtype, shape, /*zero=*/false);
   }
   const size_t capacity = (size + kAlignment - 1) / kAlignment * kAlignment;
   void* data = nullptr;

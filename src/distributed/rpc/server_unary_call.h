@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "base/cancellation.h"
@@ -19,6 +21,8 @@ namespace distflow {
 template <typename Request, typename Response>
 struct UnaryMethod {
   using Writer = grpc::ServerAsyncResponseWriter<Response>;
+  // Names the method in errors ("RunGraph").
+  std::string name = "an RPC";
   // Asks the server for the next call (the generated RequestFoo).
   std::function<void(grpc::ServerContext*, Request*, Writer*,
                      grpc::ServerCompletionQueue*, void* tag)>
@@ -37,6 +41,13 @@ struct UnaryMethod {
                      std::function<void(const grpc::Status&)> finish,
                      CancellationManager* cancel)>
       handle_cancellable;
+  // Instead of `handle`, for a method whose errors and limits name the
+  // caller: the same, with the caller's address as gRPC names it
+  // ("ipv4:10.0.0.2:51234").
+  std::function<void(const std::string& peer, const Request* request,
+                     Response* response,
+                     std::function<void(const grpc::Status&)> finish)>
+      handle_from_peer;
   // If set: called (on a polling thread) when a call ends without its answer
   // reaching the caller: the caller cancelled it, went away, or the server
   // stopped.
@@ -104,14 +115,29 @@ class ServerUnaryCall : public CqTag {
       // has answered.
       pending_ = WatchesForEnd() ? 3 : 2;
       Await(method_, cq_, threads());
-      auto finish = [this](const grpc::Status& s) {
+      // (Once only: a handler that throws after answering is not answered
+      // again below.)
+      auto answered = std::make_shared<std::atomic<bool>>(false);
+      auto finish = [this, answered](const grpc::Status& s) {
+        if (answered->exchange(true)) return;
         writer_.Finish(response_, s, this);
       };
-      if (method_->handle_cancellable) {
-        method_->handle_cancellable(&request_, &response_, std::move(finish),
-                                    &*cancel_);
-      } else {
-        method_->handle(&request_, &response_, std::move(finish));
+      // The last line of defence: a handler that throws fails its call
+      // instead of ending the process (no exception crosses the RPC
+      // boundary).
+      try {
+        if (method_->handle_cancellable) {
+          method_->handle_cancellable(&request_, &response_, finish, &*cancel_);
+        } else if (method_->handle_from_peer) {
+          method_->handle_from_peer(ctx_.peer(), &request_, &response_, finish);
+        } else {
+          method_->handle(&request_, &response_, finish);
+        }
+      } catch (const std::exception& e) {
+        finish(grpc::Status(
+            grpc::StatusCode::INTERNAL,
+            std::string(method_->name) +
+                " failed on the task that served it: " + e.what()));
       }
       Unref();
       return;

@@ -95,12 +95,14 @@ std::vector<grpc::ByteBuffer> EncodeTensorStream(
 }
 
 TensorStreamDecoder::TensorStreamDecoder(std::string kind,
-                                         std::vector<std::string> names)
+                                         std::vector<std::string> names,
+                                         int64_t max_bytes)
     : kind_(std::move(kind)),
       names_(std::move(names)),
+      max_bytes_(max_bytes),
       allocator_(RecvBufferPool::Create(/*max_free_bytes=*/0)),
       tensors_(names_.size()),
-      received_(names_.size(), 0) {}
+      ranges_(names_.size()) {}
 
 std::string TensorStreamDecoder::Name(int index) const {
   return absl::StrCat(kind_, " '", names_[index], "'");
@@ -131,39 +133,66 @@ absl::Status TensorStreamDecoder::AddPieces(
             absl::StrCat(Name(i), ": ", value.status().message()));
       }
       tensors_[i] = std::move(*value);
-      received_[i] = 0;
+      ranges_[i] = ReceivedRanges();
       continue;
     }
-    DF_ASSIGN_OR_RETURN(DataType dtype, DataTypeFromProto(piece.dtype()));
-    DF_ASSIGN_OR_RETURN(TensorShape shape, TensorShapeFromProto(piece.shape()));
-    const int64_t total =
-        shape.num_elements() * static_cast<int64_t>(DataTypeSize(dtype));
-    const bool fits = DataTypeSize(dtype) != 0 && piece.offset() >= 0 &&
-                      piece.length() >= 0 &&
-                      piece.offset() + piece.length() <= total &&
-                      data + piece.length() <= message.size;
+    absl::StatusOr<DataType> dtype = DataTypeFromProto(piece.dtype());
+    if (!dtype.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Name(i), ": ", dtype.status().message()));
+    }
+    absl::StatusOr<TensorShape> shape = TensorShapeFromProto(piece.shape());
+    if (!shape.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Name(i), ": ", shape.status().message()));
+    }
+    absl::StatusOr<size_t> size = TensorByteSize(*dtype, *shape);
+    if (!size.ok()) {
+      return absl::Status(size.status().code(),
+                          absl::StrCat(Name(i), ": ", size.status().message()));
+    }
+    const int64_t total = static_cast<int64_t>(*size);
+    // (Subtractions, not sums: a hostile offset or length cannot wrap them.)
+    const bool fits =
+        DataTypeSize(*dtype) != 0 && piece.offset() >= 0 &&
+        piece.length() >= 0 && piece.offset() <= total &&
+        piece.length() <= total - piece.offset() && data <= message.size &&
+        static_cast<uint64_t>(piece.length()) <= message.size - data;
     const bool same_tensor =
         !tensors_[i].IsInitialized() ||
-        (tensors_[i].dtype() == dtype && tensors_[i].shape() == shape);
+        (tensors_[i].dtype() == *dtype && tensors_[i].shape() == *shape);
     if (!fits || !same_tensor) {
       return absl::InvalidArgumentError(absl::StrCat(
           Name(i), ": ", piece.length(), " bytes at offset ", piece.offset(),
-          " do not fit a ", DataTypeName(dtype), shape.DebugString(), " tensor",
-          same_tensor ? "" : " (earlier pieces said otherwise)"));
+          " do not fit a ", DataTypeName(*dtype), shape->DebugString(),
+          " tensor", same_tensor ? "" : " (earlier pieces said otherwise)"));
     }
     if (!tensors_[i].IsInitialized()) {
-      auto value = allocator_->Allocate(dtype, shape);
+      if (total > max_bytes_ - allocated_bytes_) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            Name(i), ": a ", DataTypeName(*dtype), shape->DebugString(),
+            " tensor of ", total, " bytes is more than the ",
+            max_bytes_ - allocated_bytes_, " bytes left to this stream"));
+      }
+      auto value = allocator_->Allocate(*dtype, *shape);
       if (!value.ok()) {
         return absl::Status(
             value.status().code(),
             absl::StrCat(Name(i), ": ", value.status().message()));
       }
+      allocated_bytes_ += total;
       tensors_[i] = std::move(*value);
+      ranges_[i] = ReceivedRanges();
+    }
+    if (piece.length() == 0) continue;
+    if (!ranges_[i].Add(piece.offset(), piece.length())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Name(i), ": ", piece.length(), " bytes at offset ", piece.offset(),
+          " repeat bytes that an earlier piece sent"));
     }
     CopyFromSlices(message.slices, data, static_cast<size_t>(piece.length()),
                    static_cast<char*>(tensors_[i].raw_data()) + piece.offset());
     data += piece.length();
-    received_[i] += piece.length();
   }
   return absl::OkStatus();
 }
@@ -171,7 +200,7 @@ absl::Status TensorStreamDecoder::AddPieces(
 bool TensorStreamDecoder::TensorComplete(int i) const {
   return tensors_[i].IsInitialized() &&
          (DataTypeSize(tensors_[i].dtype()) == 0 ||
-          received_[i] == static_cast<int64_t>(tensors_[i].TotalBytes()));
+          ranges_[i].bytes() == static_cast<int64_t>(tensors_[i].TotalBytes()));
 }
 
 bool TensorStreamDecoder::Complete() const {
@@ -187,7 +216,7 @@ absl::StatusOr<std::vector<Tensor>> TensorStreamDecoder::Finish() {
     if (!TensorComplete(i)) {
       return absl::InvalidArgumentError(
           absl::StrCat("RunStep stream: ", Name(i), " arrived incomplete (",
-                       received_[i], " bytes",
+                       ranges_[i].bytes(), " bytes",
                        tensors_[i].IsInitialized()
                            ? absl::StrCat(" of ", tensors_[i].TotalBytes())
                            : std::string(),

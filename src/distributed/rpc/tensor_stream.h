@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "distflow/tensor.h"
+#include "distributed/rpc/chunk_assembler.h"
 #include "distributed/rpc/recv_buffer_pool.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "grpcpp/grpcpp.h"
@@ -40,12 +41,16 @@ std::vector<grpc::ByteBuffer> EncodeTensorStream(
 class TensorStreamDecoder {
  public:
   // Expects one tensor per name; `kind` and the names ("feed 'x:0'") say
-  // which tensor is at fault in errors.
-  TensorStreamDecoder(std::string kind, std::vector<std::string> names);
+  // which tensor is at fault in errors. The tensors together may hold at most
+  // `max_bytes` (RESOURCE_EXHAUSTED past it, before anything is allocated).
+  TensorStreamDecoder(
+      std::string kind, std::vector<std::string> names,
+      int64_t max_bytes = static_cast<int64_t>(kMaxTensorBytes));
 
   // Decodes one message. Its header is parsed into `header`. INVALID_ARGUMENT
-  // naming the tensor for a malformed piece, RESOURCE_EXHAUSTED when a
-  // tensor's buffer cannot be allocated.
+  // naming the tensor for a malformed piece (outside the tensor or the
+  // message, or repeating bytes), RESOURCE_EXHAUSTED when a tensor is too
+  // large or its buffer cannot be allocated.
   absl::Status Add(const grpc::ByteBuffer& message,
                    proto::RunStepStreamHeader* header);
   // Takes the pieces of a message parsed already (with ParseFramedMessage).
@@ -65,11 +70,13 @@ class TensorStreamDecoder {
 
   const std::string kind_;
   const std::vector<std::string> names_;
+  const int64_t max_bytes_;
+  int64_t allocated_bytes_ = 0;
   // Large buffers come from here: an allocation failure is an error, not an
   // exception. It keeps no idle buffers.
   const std::shared_ptr<RecvBufferPool> allocator_;
   std::vector<Tensor> tensors_;
-  std::vector<int64_t> received_;
+  std::vector<ReceivedRanges> ranges_;
   bool any_message_ = false;
 };
 

@@ -14,6 +14,7 @@
 #include "core/gathered_tensor.h"
 #include "core/tensor_coding.h"
 #include "distributed/rpc/same_host.h"
+#include "distributed/rpc/same_host_offer.h"
 
 namespace distflow {
 namespace {
@@ -24,8 +25,8 @@ void ReleaseTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 // An error about a header that does not describe a tensor, naming the tensor.
 absl::Status NamingTensor(const proto::PushTensorHeader& header,
                           const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat("PushTensor '", header.key(),
-                                             "': ", s.message()));
+  return absl::Status(
+      s.code(), absl::StrCat("PushTensor '", header.key(), "': ", s.message()));
 }
 
 }  // namespace
@@ -50,20 +51,32 @@ absl::StatusOr<PushedTensorSpec> CheckPushHeader(
   absl::StatusOr<TensorShape> shape = TensorShapeFromProto(header.shape());
   if (!shape.ok()) return NamingTensor(header, shape.status());
   const int64_t total = header.total_bytes();
-  // (A hostile shape may have more bytes than int64 holds: -1 matches none.)
-  int64_t want = -1;
+  if (DataTypeSize(*dtype) == 0) {
+    return NamingTensor(header, absl::InvalidArgumentError(absl::StrCat(
+                                    "a ", DataTypeName(*dtype),
+                                    " tensor must come as a small_tensor")));
+  }
+  // A shape whose bytes do not fit 64 bits describes no tensor at all; one
+  // merely larger than any tensor may be is refused as too large.
+  int64_t bytes = 0;
   if (__builtin_mul_overflow(shape->num_elements(),
                              static_cast<int64_t>(DataTypeSize(*dtype)),
-                             &want)) {
-    want = -1;
+                             &bytes)) {
+    return NamingTensor(header,
+                        absl::InvalidArgumentError(absl::StrCat(
+                            "a ", DataTypeName(*dtype), shape->DebugString(),
+                            " tensor has more bytes than int64 holds")));
   }
-  if (DataTypeSize(*dtype) == 0 || want < 0 || total != want ||
-      header.offset() < 0 ||
-      data_len < 0 || header.offset() > total - data_len) {
+  absl::StatusOr<size_t> size = TensorByteSize(*dtype, *shape);
+  if (!size.ok()) return NamingTensor(header, size.status());
+  const int64_t want = static_cast<int64_t>(*size);
+  if (total != want || header.offset() < 0 || data_len < 0 ||
+      header.offset() > total || data_len > total - header.offset()) {
     return absl::InvalidArgumentError(
         absl::StrCat("PushTensor '", header.key(), "': ", data_len,
                      " bytes at offset ", header.offset(), " do not fit a ",
-                     DataTypeName(*dtype), shape->DebugString(), " tensor"));
+                     DataTypeName(*dtype), shape->DebugString(), " tensor of ",
+                     want, " bytes (the header says ", total, ")"));
   }
   return PushedTensorSpec{*dtype, *std::move(shape)};
 }
@@ -171,8 +184,8 @@ std::vector<grpc::ByteBuffer> EncodePushTensor(int64_t step_id,
     for (int64_t left = n; left > 0;) {
       const size_t take =
           std::min(static_cast<size_t>(left), ranges[range].size() - into);
-      slices.emplace_back(const_cast<char*>(ranges[range].data()) + into,
-                          take, &ReleaseTensor, new Tensor(value));
+      slices.emplace_back(const_cast<char*>(ranges[range].data()) + into, take,
+                          &ReleaseTensor, new Tensor(value));
       left -= static_cast<int64_t>(take);
       into += take;
       if (into == ranges[range].size()) {
@@ -277,8 +290,24 @@ grpc::ByteBuffer EncodeSameHostPush(const SameHostOffer& offer) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+PushAssembler::PushAssembler(std::shared_ptr<RecvBufferPool> pool,
+                             bool same_host_reads, ThreadPool* read_helpers,
+                             PushBudget* budget, absl::Duration partial_timeout)
+    : pool_(std::move(pool)),
+      same_host_reads_(same_host_reads),
+      read_helpers_(read_helpers),
+      chunks_([&] {
+        ChunkAssembler::Options options;
+        options.allocate = [this](DataType dtype, const TensorShape& shape) {
+          return NewTensor(dtype, shape);
+        };
+        options.budget = budget;
+        options.timeout = partial_timeout;
+        return options;
+      }()) {}
+
 absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
-    const grpc::ByteBuffer& message) {
+    const grpc::ByteBuffer& message, const std::string& peer) {
   proto::PushTensorHeader header;
   DF_ASSIGN_OR_RETURN(FramedMessage framed,
                       ParseFramedMessage(message, &header, "PushTensor"));
@@ -309,27 +338,18 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::Add(
                    static_cast<char*>(out.value.raw_data()));
     return out;
   }
-  // One chunk of several: copy it in place outside the lock.
-  const auto id = std::make_pair(header.step_id(), header.key());
-  Tensor target;
-  {
-    absl::MutexLock lock(&mu_);
-    Partial& partial = partial_[id];
-    if (!partial.value.IsInitialized()) {
-      DF_ASSIGN_OR_RETURN(partial.value, NewTensor(dtype, shape));
-    }
-    target = partial.value;
-  }
-  CopyFromSlices(slices, 4 + header_len, data_len,
-                 static_cast<char*>(target.raw_data()) + header.offset());
-  absl::MutexLock lock(&mu_);
-  auto it = partial_.find(id);
-  if (it == partial_.end()) return out;  // dropped meanwhile
-  it->second.received += data_len;
-  if (it->second.received == total) {
-    out.value = std::move(it->second.value);
-    partial_.erase(it);
-  }
+  // One chunk of several: copied in place, outside the assembler's lock.
+  PushChunk chunk;
+  chunk.step_id = header.step_id();
+  chunk.key = header.key();
+  chunk.dtype = dtype;
+  chunk.shape = shape;
+  chunk.total_bytes = total;
+  chunk.offset = header.offset();
+  chunk.length = data_len;
+  DF_ASSIGN_OR_RETURN(out.value, chunks_.Add(chunk, peer, [&](char* to) {
+    CopyFromSlices(slices, 4 + header_len, static_cast<size_t>(data_len), to);
+  }));
   return out;
 }
 
@@ -347,48 +367,25 @@ absl::StatusOr<PushAssembler::Complete> PushAssembler::AddOffer(
 absl::Status PushAssembler::ReadFromSender(
     const proto::PushTensorHeader& header, DataType dtype,
     const TensorShape& shape, Complete* out) {
-  const proto::SameHostTensor& where = header.same_host();
   if (!same_host_reads_) {
     out->same_host_refused = "the same-host path is off on the receiving task";
     return absl::OkStatus();
   }
-  if (SameHostIdentity().empty() || where.host_id() != SameHostIdentity()) {
-    out->same_host_refused = absl::StrCat(
-        "the sender runs on another host or in another pid namespace (",
-        where.host_id(), " vs ", SameHostIdentity(), ")");
-    return absl::OkStatus();
-  }
-  std::vector<RemoteRange> ranges;
-  if (where.ranges().empty()) {
-    ranges.push_back({where.address(), static_cast<size_t>(header.total_bytes())});
-  } else {
-    uint64_t sum = 0;
-    for (const proto::SameHostRange& r : where.ranges()) {
-      ranges.push_back({r.address(), static_cast<size_t>(r.length())});
-      sum += r.length();
-    }
-    if (sum != static_cast<uint64_t>(header.total_bytes())) {
-      return NamingTensor(
-          header, absl::InvalidArgumentError(absl::StrCat(
-                      "its same-host ranges hold ", sum, " bytes, not the ",
-                      header.total_bytes(), " of the tensor")));
-    }
-  }
-  if (where.arena_token() != 0) {
-    std::vector<OfferedRange> runs;
-    for (const proto::SameHostRange& r : where.ranges()) {
-      runs.push_back({{r.address(), static_cast<size_t>(r.length())},
-                      r.has_arena_block() ? int64_t{r.arena_block()} : -1,
-                      r.arena_offset()});
-    }
+  // (Checked in same_host_offer.h: sums without overflow, each range
+  // against the tensor's TensorByteSize; refusals echo no identity or errno.)
+  out->same_host_refused = SameHostMismatch(header);
+  if (!out->same_host_refused.empty()) return absl::OkStatus();
+  DF_ASSIGN_OR_RETURN(SameHostPlan plan,
+                      CheckSameHostOffer(header, dtype, shape));
+  if (!plan.runs.empty()) {
     const int64_t start_ns = trace::SpanStart();
     absl::StatusOr<Tensor> mapped = MapOfferedTensor(
-        where.pid(), where.arena_fd(), where.arena_token(), runs, dtype, shape);
+        plan.pid, plan.arena_fd, plan.arena_token, plan.runs, dtype, shape);
     if (start_ns >= 0) {
-      trace::EndSpan("transfer",
-                     absl::StrCat("same-host map of ", header.total_bytes(),
-                                  " bytes"),
-                     start_ns);
+      trace::EndSpan(
+          "transfer",
+          absl::StrCat("same-host map of ", header.total_bytes(), " bytes"),
+          start_ns);
     }
     if (mapped.ok()) {
       out->value = *std::move(mapped);
@@ -401,9 +398,14 @@ absl::Status PushAssembler::ReadFromSender(
     // The arena cannot be mapped here: copy the bytes instead.
   }
   DF_ASSIGN_OR_RETURN(Tensor value, NewTensor(dtype, shape));
+  if (value.TotalBytes() != plan.total) {
+    return NamingTensor(header, absl::InternalError(absl::StrCat(
+                                    "a receive buffer of ", value.TotalBytes(),
+                                    " bytes for ", plan.total)));
+  }
   const int64_t start_ns = trace::SpanStart();
   absl::Status read =
-      ReadProcessMemory(where.pid(), ranges, value.raw_data(), read_helpers_);
+      ReadProcessMemory(plan.pid, plan.ranges, value.raw_data(), read_helpers_);
   if (start_ns >= 0) {  // (the name is built only when recording)
     trace::EndSpan(
         "transfer",
@@ -411,7 +413,8 @@ absl::Status PushAssembler::ReadFromSender(
         start_ns);
   }
   if (!read.ok()) {
-    out->same_host_refused = std::string(read.message());
+    if (absl::IsInvalidArgument(read)) return NamingTensor(header, read);
+    out->same_host_refused = SameHostReadRefusal(header, read);
     return absl::OkStatus();
   }
   out->value = std::move(value);
@@ -422,18 +425,9 @@ absl::Status PushAssembler::ReadFromSender(
 absl::StatusOr<Tensor> PushAssembler::NewTensor(DataType dtype,
                                                 const TensorShape& shape) {
   if (pool_ != nullptr) return pool_->Allocate(dtype, shape);
-  return Tensor::Uninitialized(dtype, shape);
+  return Tensor::Create(dtype, shape, /*zero=*/false);
 }
 
-void PushAssembler::DropStep(int64_t step_id) {
-  absl::MutexLock lock(&mu_);
-  for (auto it = partial_.begin(); it != partial_.end();) {
-    if (it->first.first == step_id) {
-      partial_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-}
+void PushAssembler::DropStep(int64_t step_id) { chunks_.DropStep(step_id); }
 
 }  // namespace distflow

@@ -24,8 +24,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "base/thread_pool.h"
 #include "distflow/tensor.h"
+#include "distributed/push_budget.h"
+#include "distributed/rpc/chunk_assembler.h"
 #include "distributed/rpc/recv_buffer_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/worker.pb.h"
@@ -48,7 +51,8 @@ proto::PushTensorHeader PushHeaderFor(int64_t step_id, const std::string& key,
 
 // The tensor that a push header of a fixed-size type describes, when
 // `data_len` bytes at its offset fit it; INVALID_ARGUMENT naming the tensor's
-// key otherwise.
+// key otherwise, RESOURCE_EXHAUSTED when the tensor is larger than any may be
+// (TensorByteSize).
 struct PushedTensorSpec {
   DataType dtype;
   TensorShape shape;
@@ -107,16 +111,20 @@ grpc::ByteBuffer EncodeSameHostPush(const SameHostOffer& offer);
 // Reassembles pushed tensors. Thread-safe.
 class PushAssembler {
  public:
+  // How long a tensor that came in part waits for its other chunks.
+  static constexpr absl::Duration kDefaultPartialTimeout = absl::Minutes(5);
+
   // Receive buffers of large tensors are reused from `pool` (see
   // recv_buffer_pool.h); without one every tensor gets a fresh buffer.
   // Same-host pushes are read only if `same_host_reads` is set; threads of
-  // `read_helpers` (not owned, may be null) help read large ones.
-  explicit PushAssembler(std::shared_ptr<RecvBufferPool> pool = nullptr,
-                         bool same_host_reads = true,
-                         ThreadPool* read_helpers = nullptr)
-      : pool_(std::move(pool)),
-        same_host_reads_(same_host_reads),
-        read_helpers_(read_helpers) {}
+  // `read_helpers` (not owned, may be null) help read large ones. Tensors
+  // that came in part count against `budget` (not owned, may be null: no
+  // limit) and are dropped after `partial_timeout`.
+  explicit PushAssembler(
+      std::shared_ptr<RecvBufferPool> pool = nullptr,
+      bool same_host_reads = true, ThreadPool* read_helpers = nullptr,
+      PushBudget* budget = nullptr,
+      absl::Duration partial_timeout = kDefaultPartialTimeout);
 
   struct Complete {
     int64_t step_id = 0;
@@ -128,21 +136,22 @@ class PushAssembler {
     // Whether the bytes were read by the same-host path.
     bool same_host = false;
   };
-  // Decodes one message. Returns the finished tensor once its last bytes
-  // have arrived, nullopt-like (value uninitialized) before that.
-  // INVALID_ARGUMENT naming the key for a malformed message.
-  absl::StatusOr<Complete> Add(const grpc::ByteBuffer& message);
+  // Decodes one message from `peer` (as gRPC names it, for errors and the
+  // budget). Returns the finished tensor once its last bytes have arrived,
+  // nullopt-like (value uninitialized) before that. INVALID_ARGUMENT naming
+  // the key (and for a chunk the step and peer) for a malformed message;
+  // RESOURCE_EXHAUSTED naming the peer past its budget.
+  absl::StatusOr<Complete> Add(const grpc::ByteBuffer& message,
+                               const std::string& peer = std::string());
   // A same-host offer whose header is already parsed (a data connection's
   // frame): as Add, without framing the header into a message again.
   absl::StatusOr<Complete> AddOffer(const proto::PushTensorHeader& header);
   // Forgets partial tensors of `step_id` (the step was aborted).
   void DropStep(int64_t step_id);
+  // Tensors that have come in part (for tests).
+  int NumPartial() { return chunks_.NumPartial(); }
 
  private:
-  struct Partial {
-    Tensor value;
-    int64_t received = 0;
-  };
   absl::StatusOr<Tensor> NewTensor(DataType dtype, const TensorShape& shape);
   // Copies a same-host push's bytes out of the sender.
   absl::Status ReadFromSender(const proto::PushTensorHeader& header,
@@ -152,9 +161,7 @@ class PushAssembler {
   const std::shared_ptr<RecvBufferPool> pool_;
   const bool same_host_reads_;
   ThreadPool* const read_helpers_;
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::pair<int64_t, std::string>, Partial> partial_
-      ABSL_GUARDED_BY(mu_);
+  ChunkAssembler chunks_;
 };
 
 }  // namespace distflow

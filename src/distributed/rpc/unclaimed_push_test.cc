@@ -28,7 +28,6 @@ std::string Key() {
   return absl::StrCat(kWorkerDevice, ";", kPsDevice, ";", kEdge);
 }
 
-
 // A ps partition that receives the worker's "x:0" (as the partitioner
 // builds it) and computes from it.
 proto::GraphDef RecvPartition() {
@@ -180,6 +179,35 @@ TEST_F(UnclaimedPushTest, ARunningStepKeepsItsTensors) {
   ASSERT_TRUE(Push(kStep).ok());
   ASSERT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_TRUE(status.ok()) << status;
+}
+
+// However long the step deadline, unclaimed tensors go after
+// pending_push_timeout_ms (they were kept for the step deadline and a
+// minute: 61 minutes by default), and their bytes stop counting against
+// the peer that pushed them.
+TEST(UnclaimedPushTimeoutTest, TensorsGoAfterThePendingPushTimeout) {
+  ServerOptions options;
+  options.pending_push_timeout_ms = 300;
+  auto cluster = TestCluster::Create({{"ps", 1}}, options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Worker* ps = (*cluster)->server("ps", 0)->worker();
+  auto to_ps = NewGrpcRemoteWorker(NewChannel((*cluster)->address("ps", 0)),
+                                   "/job:ps/replica:0/task:0",
+                                   (*cluster)->address("ps", 0));
+  Tensor value(DataType::kFloat, TensorShape({1024}));
+  ASSERT_TRUE(CallAndWait([&](StatusCallback done) {
+                to_ps->PushTensorAsync(31, Key(), value, std::move(done));
+              }).ok());
+  EXPECT_EQ(ps->NumUnclaimedSteps(), 1);
+  EXPECT_EQ(ps->push_budget()->Held(), 4096);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ps->NumUnclaimedSteps() > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(ps->NumUnclaimedSteps(), 0);
+  EXPECT_EQ(ps->push_budget()->Held(), 0);
 }
 
 }  // namespace
