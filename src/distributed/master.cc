@@ -19,14 +19,13 @@ constexpr char kSessionLost[] =
     "its task restarted after the session was created, and the session was "
     "lost with the task's earlier process";
 
-// The process's start time (microseconds since the epoch) and a random
-// number, in fixed-width hex: later processes of a task compare greater as
-// strings, which is how workers tell a master's new process from a stale one
-// (Worker::AdmitMaster); the random part keeps two starts in the same
-// microsecond apart.
+// 96 random bits in fixed-width hex, which tell this process of the task
+// from every other. Workers compare incarnations for equality only
+// (Worker::AdmitMaster): no clock, however set, orders two processes.
 std::string NewIncarnation() {
   std::random_device rd;
-  return absl::StrFormat("%016x%08x", absl::ToUnixMicros(absl::Now()),
+  return absl::StrFormat("%08x%08x%08x", static_cast<uint32_t>(rd()),
+                         static_cast<uint32_t>(rd()),
                          static_cast<uint32_t>(rd()));
 }
 
@@ -66,7 +65,7 @@ absl::StatusOr<std::string> Master::CreateSession(const proto::GraphDef& graph,
   DF_RETURN_IF_ERROR(session->Extend(graph));
   absl::MutexLock lock(&mu_);
   sessions_.emplace(handle,
-                    OpenSession{std::move(session), kept_alive, absl::Now()});
+                    OpenSession{std::move(session), kept_alive, SteadyNow()});
   return handle;
 }
 
@@ -84,7 +83,7 @@ absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(handle);
   if (it != sessions_.end()) {
-    it->second.last_heard = absl::Now();
+    it->second.last_heard = SteadyNow();
     if (starts_call) ++it->second.calls_running;
     return it->second.session;
   }
@@ -110,7 +109,7 @@ void Master::EndCall(const std::string& handle) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) return;  // closed meanwhile
-  it->second.last_heard = absl::Now();
+  it->second.last_heard = SteadyNow();
   --it->second.calls_running;
 }
 
@@ -125,11 +124,11 @@ void Master::ExpireSilentSessions() {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), period);
     if (stopping_) break;
     std::vector<std::pair<std::string, std::shared_ptr<MasterSession>>> silent;
-    const absl::Time now = absl::Now();
+    const SteadyTime now = SteadyNow();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       const OpenSession& open = it->second;
       if (open.kept_alive && open.calls_running == 0 &&
-          now - open.last_heard > timeout) {
+          absl::FromChrono(now - open.last_heard) > timeout) {
         silent.emplace_back(it->first, std::move(it->second.session));
         sessions_.erase(it++);
       } else {

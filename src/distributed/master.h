@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/clock.h"
 #include "distributed/master_session.h"
 
 namespace distflow {
@@ -58,7 +59,7 @@ class Master {
     // Whether its client keeps it alive; when the client was last heard
     // from, and how many of its calls are running.
     bool kept_alive = false;
-    absl::Time last_heard;
+    SteadyTime last_heard;
     int calls_running = 0;
   };
   // The open session `handle`, which has just been heard from; with

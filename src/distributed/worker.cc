@@ -351,7 +351,7 @@ void Worker::RefuseNewSteps(const std::string& reason) {
 
 bool Worker::IdleFor(absl::Duration period) {
   absl::MutexLock lock(&mu_);
-  return steps_.empty() && absl::Now() - last_step_finished_ >= period;
+  return steps_.empty() && SteadySince(last_step_finished_) >= period;
 }
 
 void Worker::AbortAllSteps(const absl::Status& status) {
@@ -371,14 +371,6 @@ absl::Status Worker::AdmitMaster(const std::string& master_task,
   auto [latest, first] =
       master_processes_.try_emplace(master_task, incarnation);
   if (first || latest->second == incarnation) return absl::OkStatus();
-  if (incarnation < latest->second) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "task ", env_.task_name, " refuses graphs from the process of task ",
-        master_task, " with master incarnation ", incarnation,
-        ": a process of that task started later (incarnation ", latest->second,
-        ") registers graphs here, so this one is stale; "
-        "stop it"));
-  }
   latest->second = incarnation;
   int dropped = 0;
   for (auto it = graphs_.begin(); it != graphs_.end();) {
@@ -393,9 +385,9 @@ absl::Status Worker::AdmitMaster(const std::string& master_task,
   }
   if (dropped > 0) {
     DF_LOG(Warning) << "Task " << env_.task_name << " dropped " << dropped
-                    << " graph(s) registered by an earlier process of task "
-                    << master_task
-                    << ": a new process of that task registers its own.";
+                    << " graph(s) registered by another process of task "
+                    << master_task << ": process " << incarnation
+                    << " of that task registers its own.";
   }
   return absl::OkStatus();
 }
@@ -556,7 +548,7 @@ void Worker::FinishStepLocked(int64_t step_id, std::string expired_reason) {
   if (step != steps_.end()) {
     ReleaseBudgetLocked(step->second.get());
     steps_.erase(step);
-    last_step_finished_ = absl::Now();
+    last_step_finished_ = SteadyNow();
   }
   if (finished_.emplace(step_id, std::move(expired_reason)).second) {
     finished_order_.push_back(step_id);

@@ -26,6 +26,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 #include "base/thread_pool.h"
 #include "distributed/push_budget.h"
 #include "distributed/worker_interface.h"
@@ -180,11 +181,11 @@ class Worker : public WorkerInterface {
   void Push(int64_t step_id, const std::string& key, const Tensor& value,
             StatusCallback done);
   // Admits a registration from process `incarnation` of master task
-  // `master_task`. Incarnations begin with the process's start time, so
-  // later processes compare greater: a later process of the task replaces
-  // the one before, whose graphs are dropped; an earlier one is refused
-  // (FAILED_PRECONDITION): it is a stale process, still alive beside its
-  // replacement, and would otherwise drop the new one's graphs in turn.
+  // `master_task`. Incarnations are compared for equality only: a process
+  // other than the one seen last replaces it, and the graphs of the one
+  // before are dropped (a restarted chief re-registers; its old process
+  // fails with ABORTED if it still runs). No order is trusted: a clock set
+  // back or a made-up incarnation cannot lock a task's newest process out.
   absl::Status AdmitMaster(const std::string& master_task,
                            const std::string& incarnation)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -217,7 +218,7 @@ class Worker : public WorkerInterface {
   absl::flat_hash_map<int64_t, std::string> finished_ ABSL_GUARDED_BY(mu_);
   // Set once the job is done (RefuseNewSteps): why new steps are refused.
   std::string refuse_reason_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_step_finished_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  SteadyTime last_step_finished_ ABSL_GUARDED_BY(mu_) = SteadyNow();
   bool destroying_ ABSL_GUARDED_BY(mu_) = false;
   std::thread expiry_thread_;
 };

@@ -48,7 +48,8 @@ class LocalSession : public Session {
   // INVALID_ARGUMENT naming the feed if a value's dtype or shape does not fit
   // its endpoint.
   absl::Status CheckFeeds(
-      const std::vector<std::pair<std::string, Tensor>>& feeds);
+      const std::vector<std::pair<std::string, Tensor>>& feeds)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   ThreadPool inter_op_pool_;
   ThreadPool intra_op_pool_;

@@ -20,6 +20,7 @@ struct Registry {
 Registry& GetRegistry() {
   static Registry* registry = [] {
     auto* r = new Registry();
+    absl::MutexLock lock(&r->mu);
     r->factories["local"] = std::make_shared<LocalSessionFactory>();
     return r;
   }();

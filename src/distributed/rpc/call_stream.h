@@ -130,7 +130,7 @@ class CallStreamClient
     // The stream starts with its first call, which it therefore always takes.
     if (stream_ == nullptr && !Start()) return false;
     const uint64_t id = next_id_++;
-    const absl::Time deadline = absl::Now() + timeout;
+    const SteadyTime deadline = SteadyAfter(SteadyNow(), timeout);
     to_write_.push_back(Calls::Call(id, request));
     pending_.emplace(
         id, Pending{response, std::move(done), deadline, std::move(keepalive)});
@@ -171,7 +171,7 @@ class CallStreamClient
   struct Pending {
     Response* response;
     Done done;
-    absl::Time deadline;
+    SteadyTime deadline;
     std::shared_ptr<const void> keepalive;
   };
 
@@ -217,14 +217,14 @@ class CallStreamClient
     return true;
   }
 
-  void ArmAlarm(absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void ArmAlarm(SteadyTime at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto self = this->shared_from_this();
     CallbackTag* tag =
         CallbackTag::New(threads_, [self](bool ok) { self->OnAlarm(ok); });
     if (tag == nullptr) return;  // closing: the calls fail with the stream
     alarm_armed_ = true;
     alarm_at_ = at;
-    alarm_.Set(threads_->cq(), absl::ToChronoTime(at), tag);
+    alarm_.Set(threads_->cq(), GrpcTime(at), tag);
   }
 
   // Marks the stream failed and cancels it; its read then fails and the
@@ -309,8 +309,8 @@ class CallStreamClient
     {
       absl::MutexLock lock(&mu_);
       alarm_armed_ = false;
-      const absl::Time now = absl::Now();
-      absl::Time next = absl::InfiniteFuture();
+      const SteadyTime now = SteadyNow();
+      SteadyTime next = SteadyTime::max();
       for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->second.deadline <= now) {
           expired.push_back(std::move(it->second.done));
@@ -327,7 +327,7 @@ class CallStreamClient
         }
       }
       callbacks_running_ += static_cast<int>(expired.size());
-      if (!failed_ && next != absl::InfiniteFuture()) ArmAlarm(next);
+      if (!failed_ && next != SteadyTime::max()) ArmAlarm(next);
       if (!failed_ && started_ && !writing_ && !to_write_.empty() &&
           !StartWrite()) {
         Fail();
@@ -405,7 +405,7 @@ class CallStreamClient
   grpc::Status broken_ ABSL_GUARDED_BY(mu_);
   // `done` callbacks taken out of pending_ that have not returned yet.
   int callbacks_running_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Time alarm_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  SteadyTime alarm_at_ ABSL_GUARDED_BY(mu_) = SteadyTime::max();
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<CallMessage> to_write_ ABSL_GUARDED_BY(mu_);
   AnswerMessage incoming_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,7 @@
 // closes or when the master that registered it is replaced by a new process
 // of its task, refused when the task itself restarted.
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,42 +124,31 @@ TEST_F(GraphRegistrationTest, NewProcessOfAMasterDropsTheGraphsOfTheOldOne) {
   EXPECT_EQ(RunGraph(worker, fresh, incarnation), absl::OkStatus());
 }
 
-// A master's process that was replaced but still runs (hung, or cut off
-// while a new one started) is refused, rather than dropping the new one's
-// graphs in turn: whether this worker saw it before the new one or not.
-// (Incarnations begin with their process's start time: "aaaa" started
-// before "cccc".)
-TEST_F(GraphRegistrationTest, EarlierProcessOfAMasterIsRefused) {
+// Incarnations are compared for equality only: the process that registers
+// last is the master task's, whatever its incarnation looks like. A made-up
+// incarnation that sorts after every other ("~") or a restarted chief whose
+// clock is behind cannot lock the chief's newest process out: it registers
+// again and its graphs run.
+TEST_F(GraphRegistrationTest, NoIncarnationLocksAMasterOut) {
   Worker* worker = ps();
-  Register(worker, Partition(kMasterTask, "aaaa"));
-  const std::string fresh = Register(worker, Partition(kMasterTask, "cccc"));
-  for (const char* stale_process : {"aaaa", "bbbb"}) {
-    auto stale = TryRegister(worker, Partition(kMasterTask, stale_process));
-    ASSERT_FALSE(stale.ok()) << stale_process;
-    EXPECT_TRUE(absl::IsFailedPrecondition(stale.status())) << stale.status();
-    for (const std::string& part : std::vector<std::string>{
-             kMasterTask, absl::StrCat("incarnation ", stale_process),
-             "incarnation cccc", "stale", "/job:ps/replica:0/task:0"}) {
-      EXPECT_THAT(stale.status().message(), HasSubstr(part));
-    }
-  }
+  Register(worker, Partition(kMasterTask, "cccc"));
+  Register(worker, Partition(kMasterTask, "~"));
+  const std::string back = Register(worker, Partition(kMasterTask, "aaaa"));
   EXPECT_EQ(worker->NumGraphs(), 1);
-  EXPECT_EQ(RunGraph(worker, fresh, worker->incarnation()), absl::OkStatus());
+  EXPECT_EQ(RunGraph(worker, back, worker->incarnation()), absl::OkStatus());
 }
 
-// Incarnations as masters make them: later processes compare greater.
-TEST(MasterIncarnationTest, LaterProcessesCompareGreater) {
-  std::string before;
+// Every master process has an incarnation of its own, made without a clock.
+TEST(MasterIncarnationTest, EveryProcessHasItsOwn) {
+  std::set<std::string> seen;
   for (int i = 0; i < 3; ++i) {
-    absl::SleepFor(absl::Milliseconds(2));
     Master master(MasterEnv{});
     auto handle = master.CreateSession(proto::GraphDef());
     ASSERT_TRUE(handle.ok()) << handle.status();
     // "session_<n>_<incarnation>"
     const std::string incarnation = handle->substr(handle->rfind('_') + 1);
     EXPECT_EQ(incarnation.size(), 24u) << incarnation;
-    EXPECT_GT(incarnation, before);
-    before = incarnation;
+    EXPECT_TRUE(seen.insert(incarnation).second) << incarnation;
   }
 }
 

@@ -197,8 +197,7 @@ class GrpcRemoteWorker : public WorkerInterface {
       return DecodeRunGraphFetches(response, request->num_fetches(), fetches);
     }
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(deadlines_.step_ms));
+    ctx.set_deadline(DeadlineAfterMs(deadlines_.step_ms));
     grpc::CompletionQueue cq;
     grpc::Status status;
     auto reader = stub_->PrepareAsyncRunGraph(&ctx, *request, &cq);
@@ -408,9 +407,9 @@ class GrpcRemoteWorker : public WorkerInterface {
     // Yielding between looks: the thread that reads the answer may have
     // been woken onto this core, and would otherwise wait for the spin to
     // end (a tiny step then took 56 us instead of 15, in whole rounds).
-    const absl::Time until = absl::Now() + CallerSpin();
+    const SteadyTime until = SteadyAfter(SteadyNow(), CallerSpin());
     while (!state->answered.load(std::memory_order_acquire) &&
-           absl::Now() < until) {
+           SteadyNow() < until) {
       std::this_thread::yield();
     }
     state->done.WaitForNotification();
@@ -570,7 +569,7 @@ class GrpcRemoteWorker : public WorkerInterface {
       ended = TakeEndedConnection();
     }
     if (offer.token() == refused_token_ &&
-        absl::Now() - refused_at_ < kDataConnectionRetry) {
+        SteadySince(refused_at_) < kDataConnectionRetry) {
       return;
     }
     data_token_ = offer.token();
@@ -594,7 +593,7 @@ class GrpcRemoteWorker : public WorkerInterface {
                         << "); pushing large tensors over gRPC";
       }
       refused_token_ = data_token_;
-      refused_at_ = absl::Now();
+      refused_at_ = SteadyNow();
     }
     return std::move(data_);
   }
@@ -649,8 +648,7 @@ class GrpcRemoteWorker : public WorkerInterface {
   std::shared_ptr<grpc::ClientContext> StartTracked(int64_t deadline_ms,
                                                     uint64_t* id) {
     auto ctx = std::make_shared<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(deadline_ms));
+    ctx->set_deadline(DeadlineAfterMs(deadline_ms));
     absl::MutexLock lock(&tracked_mu_);
     *id = next_tracked_id_++;
     tracked_.emplace(*id, ctx);
@@ -685,7 +683,7 @@ class GrpcRemoteWorker : public WorkerInterface {
   std::shared_ptr<DataConnection> data_ ABSL_GUARDED_BY(data_mu_);
   uint64_t data_token_ ABSL_GUARDED_BY(data_mu_) = 0;
   uint64_t refused_token_ ABSL_GUARDED_BY(data_mu_) = 0;
-  absl::Time refused_at_ ABSL_GUARDED_BY(data_mu_) = absl::InfinitePast();
+  SteadyTime refused_at_ ABSL_GUARDED_BY(data_mu_) = SteadyTime::min();
   bool data_closed_ ABSL_GUARDED_BY(data_mu_) = false;
   // The streams that RunGraph and PushTensor calls to this task go on
   // (stream_mu_ guards each slot but its atomic `unimplemented`).

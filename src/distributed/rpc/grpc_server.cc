@@ -357,8 +357,7 @@ absl::Status GrpcServer::Stop() {
   // instead of waiting for a task that may be hung), and none starts.
   if (rpc_threads_ != nullptr) rpc_threads_->Close();
   if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::milliseconds(kShutdownGraceMs));
+    server_->Shutdown(DeadlineAfterMs(kShutdownGraceMs));
     server_->Wait();
   }
   // Every call's last event has run: the queue can go.
@@ -378,8 +377,7 @@ absl::Status SendShutdown(const std::string& address, const std::string& reason,
   request.set_idle_grace_ms(idle_grace_ms);
   proto::ShutdownResponse response;
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(timeout_ms));
+  ctx.set_deadline(DeadlineAfterMs(timeout_ms));
   // Wait for a task that is still starting, up to the deadline.
   ctx.set_wait_for_ready(true);
   return FromGrpcCallStatus(stub->Shutdown(&ctx, request, &response),

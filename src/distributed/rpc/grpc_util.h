@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "base/clock.h"
 #include "grpcpp/grpcpp.h"
 
 namespace distflow {
@@ -21,6 +22,14 @@ grpc::Status ToGrpcStatus(const absl::Status& s);
 inline gpr_timespec DeadlineAfterMs(int64_t ms) {
   return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                       gpr_time_from_millis(ms, GPR_TIMESPAN));
+}
+// The same instant as `at` of the steady clock, for gRPC (an alarm's time).
+inline gpr_timespec GrpcTime(SteadyTime at) {
+  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         at - SteadyNow())
+                         .count();
+  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                      gpr_time_from_nanos(ns > 0 ? ns : 0, GPR_TIMESPAN));
 }
 
 // Whether a switch of the environment is on: true unless `name` is set to

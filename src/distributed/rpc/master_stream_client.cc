@@ -50,8 +50,7 @@ absl::StatusOr<std::vector<Tensor>> MasterStreamClient::RunStep(
   values.clear();  // the messages hold the tensors now
 
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(deadline_ms));
+  ctx.set_deadline(DeadlineAfterMs(deadline_ms));
   // The call's metadata goes with its first message: one write less.
   ctx.set_initial_metadata_corked(true);
   // The calling thread drives the call on a queue of its own, as gRPC's
