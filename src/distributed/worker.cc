@@ -24,6 +24,11 @@ namespace {
 constexpr size_t kFinishedStepsRemembered = 1 << 16;
 // The most values one RunGraph may fetch (far more than a partition has).
 constexpr int kMaxFetchesPerRunGraph = 1 << 20;
+// The most graphs a task keeps registered at once. A master registers one per
+// step signature and deregisters them when its session closes; a master that
+// died without closing leaves its graphs until its task registers again, and
+// this bounds what such masters, or a peer that never deregisters, can pin.
+constexpr size_t kMaxRegisteredGraphs = 1 << 14;
 
 uint64_t NewIncarnation() {
   std::random_device rd;
@@ -143,6 +148,14 @@ void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
     absl::MutexLock lock(&mu_);
     if (!request->master_task().empty()) {
       s = AdmitMaster(request->master_task(), request->master_incarnation());
+    }
+    if (s.ok() && graphs_.size() >= kMaxRegisteredGraphs) {
+      s = absl::ResourceExhaustedError(absl::StrCat(
+          "task ", env_.task_name, " holds ", graphs_.size(),
+          " registered graphs, the most it keeps; refusing one more from ",
+          request->master_task().empty() ? "a master that did not name itself"
+                                         : request->master_task(),
+          " (are sessions closed when they are done?)"));
     }
     if (s.ok()) {
       const std::string handle = absl::StrCat("graph_", next_graph_id_++);

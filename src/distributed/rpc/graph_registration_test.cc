@@ -57,6 +57,15 @@ std::string Register(Worker* worker, const proto::RegisterGraphRequest& request)
   return handle.value_or("");
 }
 
+absl::Status Deregister(Worker* worker, const std::string& handle) {
+  proto::DeregisterGraphRequest request;
+  request.set_graph_handle(handle);
+  proto::DeregisterGraphResponse response;
+  return CallAndWait([&](StatusCallback done) {
+    worker->DeregisterGraphAsync(&request, &response, std::move(done));
+  });
+}
+
 absl::Status RunGraph(Worker* worker, const std::string& handle,
                       uint64_t incarnation) {
   // A worker refuses a step that has already finished there.
@@ -138,6 +147,24 @@ TEST_F(GraphRegistrationTest, NoIncarnationLocksAMasterOut) {
   EXPECT_EQ(RunGraph(worker, back, worker->incarnation()), absl::OkStatus());
 }
 
+// A task keeps a bounded number of graphs: one more than that is refused with
+// RESOURCE_EXHAUSTED naming the task and who asked, and deregistering makes
+// room again.
+TEST_F(GraphRegistrationTest, RegisteredGraphsAreBounded) {
+  Worker* worker = ps();
+  std::string last;
+  for (int i = 0; i < (1 << 14); ++i) {
+    last = Register(worker, Partition(kMasterTask, "aaaa"));
+  }
+  auto refused = TryRegister(worker, Partition(kMasterTask, "aaaa"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("/job:ps/replica:0/task:0"));
+  EXPECT_THAT(refused.status().message(), HasSubstr(kMasterTask));
+  ASSERT_TRUE(Deregister(worker, last).ok());
+  EXPECT_TRUE(TryRegister(worker, Partition(kMasterTask, "aaaa")).ok());
+}
+
 // Every master process has an incarnation of its own, made without a clock.
 TEST(MasterIncarnationTest, EveryProcessHasItsOwn) {
   std::set<std::string> seen;
@@ -168,13 +195,7 @@ TEST_F(GraphRegistrationTest, GraphOfAnEarlierProcessOfTheTaskIsRefused) {
 TEST_F(GraphRegistrationTest, DeregisteredGraphIsRefusedNamingIt) {
   Worker* worker = ps();
   const std::string handle = Register(worker, Partition(kMasterTask, "aaaa"));
-  proto::DeregisterGraphRequest request;
-  request.set_graph_handle(handle);
-  proto::DeregisterGraphResponse response;
-  ASSERT_EQ(CallAndWait([&](StatusCallback done) {
-              worker->DeregisterGraphAsync(&request, &response, std::move(done));
-            }),
-            absl::OkStatus());
+  ASSERT_EQ(Deregister(worker, handle), absl::OkStatus());
   EXPECT_EQ(worker->NumGraphs(), 0);
   absl::Status s = RunGraph(worker, handle, worker->incarnation());
   EXPECT_TRUE(absl::IsAborted(s)) << s;
