@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -58,11 +59,21 @@ absl::StatusOr<Tensor> GatherTensors(DataType dtype,
           "cannot gather part ", i, " of type ", DataTypeName(parts[i].dtype()),
           " into a tensor of ", DataTypeName(dtype)));
     }
+    if (parts[i].NumElements() >
+        std::numeric_limits<int64_t>::max() - elements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot gather part ", i, " of ", parts[i].TypeString(),
+                       ": the parts hold more elements than fit in int64"));
+    }
     elements += parts[i].NumElements();
   }
+  const TensorShape shape({elements});
+  // The Tensor constructor requires the size to be one TensorByteSize allows.
+  absl::Status size = TensorByteSize(dtype, shape).status();
+  if (!size.ok()) return size;
   auto buffer =
       std::make_shared<GatheredBuffer>(dtype, std::move(parts), elements);
-  return Tensor(dtype, TensorShape({elements}), std::move(buffer));
+  return Tensor(dtype, shape, std::move(buffer));
 }
 
 ByteRanges TensorByteRanges(const Tensor& tensor) {

@@ -39,6 +39,21 @@ absl::Status Corrupt(absl::string_view path, absl::string_view what) {
       absl::StrCat("safetensors file '", path, "' is corrupt: ", what));
 }
 
+// `value` for an error message, kept short. Nested values are not printed:
+// dump() recurses, and a hostile header nests arrays millions deep.
+std::string ShortJson(const Json& value) {
+  constexpr size_t kMaxChars = 80;
+  bool flat = value.is_primitive();
+  if (value.is_array()) {
+    flat = std::all_of(value.begin(), value.end(),
+                       [](const Json& v) { return v.is_primitive(); });
+  }
+  if (!flat) return absl::StrCat("a nested JSON ", value.type_name());
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
+  return text;
+}
+
 }  // namespace
 
 std::string SafetensorsCrcKey(absl::string_view name) {
@@ -199,43 +214,51 @@ absl::Status SafetensorsReader::ParseHeader(absl::string_view text) {
     }
     const auto parsed = DataTypeFromSafetensorsName(dtype->get<std::string>());
     if (!parsed) {
-      return Corrupt(path, absl::StrCat(culprit, " has dtype ", dtype->dump(),
-                                        ", which distflow does not read"));
+      return Corrupt(path,
+                     absl::StrCat(culprit, " has dtype ", ShortJson(*dtype),
+                                  ", which distflow does not read"));
     }
     e.dtype = *parsed;
-    const Json& shape = value.contains("shape") ? value["shape"] : Json();
+    // (Both branches are lvalues: a copy of a value nested a million deep
+    // would recurse a million frames deep.)
+    static const Json kAbsent;
+    static const Json kNoDims = Json::array();
+    const Json& shape = value.contains("shape") ? value["shape"] : kAbsent;
     std::vector<int64_t> dims;
-    for (const Json& d : shape.is_array() ? shape : Json::array()) {
+    for (const Json& d : shape.is_array() ? shape : kNoDims) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() > INT64_MAX) {
         return Corrupt(path,
-                       absl::StrCat(culprit, " has shape ", shape.dump()));
+                       absl::StrCat(culprit, " has shape ", ShortJson(shape)));
       }
       dims.push_back(d.get<int64_t>());
     }
     auto tensor_shape = TensorShape::FromDims(dims);
     if (!shape.is_array() || !tensor_shape.ok()) {
-      return Corrupt(path, absl::StrCat(culprit, " has shape ", shape.dump()));
+      return Corrupt(path,
+                     absl::StrCat(culprit, " has shape ", ShortJson(shape)));
     }
     e.shape = *tensor_shape;
     const Json& offsets =
-        value.contains("data_offsets") ? value["data_offsets"] : Json();
+        value.contains("data_offsets") ? value["data_offsets"] : kAbsent;
     if (!offsets.is_array() || offsets.size() != 2 ||
         !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned() ||
         offsets[0].get<uint64_t>() > offsets[1].get<uint64_t>()) {
-      return Corrupt(
-          path, absl::StrCat(culprit, " has data_offsets ", offsets.dump()));
+      return Corrupt(path, absl::StrCat(culprit, " has data_offsets ",
+                                        ShortJson(offsets)));
     }
     e.begin = offsets[0].get<uint64_t>();
     e.end = offsets[1].get<uint64_t>();
-    const uint64_t expected =
-        static_cast<uint64_t>(e.shape.num_elements()) * DataTypeSize(e.dtype);
-    if (e.end - e.begin != expected ||
-        (e.shape.num_elements() > 0 &&
-         expected / e.shape.num_elements() != DataTypeSize(e.dtype))) {
+    absl::StatusOr<size_t> expected = TensorByteSize(e.dtype, e.shape);
+    if (!expected.ok()) {
+      // No file holds a tensor too large for memory: the header is damaged.
+      return Corrupt(path,
+                     absl::StrCat(culprit, ": ", expected.status().message()));
+    }
+    if (e.end - e.begin != *expected) {
       return Corrupt(
           path,
           absl::StrCat(culprit, " of shape ", e.shape.DebugString(), " holds ",
-                       e.end - e.begin, " bytes, not ", expected));
+                       e.end - e.begin, " bytes, not ", *expected));
     }
     if (auto crc = metadata_.find(SafetensorsCrcKey(name));
         crc != metadata_.end()) {
@@ -298,7 +321,8 @@ absl::StatusOr<Tensor> SafetensorsReader::Read(absl::string_view name) const {
     return absl::NotFoundError(absl::StrCat("safetensors file '", path(),
                                             "' has no tensor '", name, "'"));
   }
-  Tensor t = Tensor::Uninitialized(e->dtype, e->shape);
+  DF_ASSIGN_OR_RETURN(Tensor t,
+                      Tensor::Create(e->dtype, e->shape, /*zero=*/false));
   const size_t bytes = e->end - e->begin;
   DF_RETURN_IF_ERROR(
       file_->ReadAt(data_start_ + e->begin, bytes, t.raw_data()));

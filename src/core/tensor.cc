@@ -305,10 +305,11 @@ std::string Tensor::DebugString(int64_t summarize_above,
                                 int64_t edge_items) const {
   if (!IsInitialized()) return "<uninitialized tensor>";
   std::string out;
-  // An empty tensor may still have a dimension of 2^32 (each entry an empty
-  // row): summarize by the dimensions too, or printing it never ends.
-  bool summarize = NumElements() > summarize_above;
-  for (int64_t d : shape_.dim_sizes()) summarize |= d > summarize_above;
+  // As numpy prints one: an empty tensor's dimensions can multiply past int64
+  // ([2^40, 2^40, 0]), and printing a bracket pair per empty row could never
+  // end.
+  if (NumElements() == 0) return "[]";
+  const bool summarize = NumElements() > summarize_above;
   absl::Status s = VisitDataType(dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     ValuePrinter<T>(*this, summarize, edge_items).Print(0, 0, &out);

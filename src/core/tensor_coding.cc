@@ -80,6 +80,9 @@ void TensorToProto(const Tensor& tensor, proto::TensorProto* out) {
 absl::StatusOr<Tensor> TensorFromProto(const proto::TensorProto& proto) {
   DF_ASSIGN_OR_RETURN(DataType dtype, DataTypeFromProto(proto.dtype()));
   DF_ASSIGN_OR_RETURN(TensorShape shape, TensorShapeFromProto(proto.shape()));
+  // Refuses (naming the shape) a size that overflows or is beyond the cap
+  // before any count is compared with it or anything is allocated.
+  DF_ASSIGN_OR_RETURN(const size_t bytes, TensorByteSize(dtype, shape));
   const int64_t n = shape.num_elements();
   auto count_error = [&](int64_t got, absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -90,7 +93,7 @@ absl::StatusOr<Tensor> TensorFromProto(const proto::TensorProto& proto) {
     case DataType::kString: {
       if (proto.string_val_size() != n)
         return count_error(proto.string_val_size(), "strings");
-      Tensor t(dtype, shape);
+      DF_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
       auto out = t.flat<std::string>();
       for (int64_t i = 0; i < n; ++i) out[i] = proto.string_val(i);
       return t;
@@ -100,7 +103,7 @@ absl::StatusOr<Tensor> TensorFromProto(const proto::TensorProto& proto) {
         return count_error(proto.resource_handle_val_size(),
                            "resource handles");
       }
-      Tensor t(dtype, shape);
+      DF_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
       auto out = t.flat<ResourceHandle>();
       for (int64_t i = 0; i < n; ++i) {
         const proto::ResourceHandleProto& p = proto.resource_handle_val(i);
@@ -111,12 +114,12 @@ absl::StatusOr<Tensor> TensorFromProto(const proto::TensorProto& proto) {
       return t;
     }
     default: {
-      const size_t bytes = static_cast<size_t>(n) * DataTypeSize(dtype);
       if (proto.tensor_content().size() != bytes) {
         return count_error(static_cast<int64_t>(proto.tensor_content().size()),
                            "content bytes");
       }
-      Tensor t = Tensor::Uninitialized(dtype, shape);
+      DF_ASSIGN_OR_RETURN(Tensor t,
+                          Tensor::Create(dtype, shape, /*zero=*/false));
       if (bytes > 0)
         std::memcpy(t.raw_data(), proto.tensor_content().data(), bytes);
       if (dtype == DataType::kBool) {

@@ -1,5 +1,7 @@
 #include "graph/attr_value.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -175,11 +177,23 @@ proto::AttrValue MakeAttr(const std::vector<std::string>& v) {
     return absl::OkStatus();                                           \
   }
 DF_GET_SCALAR_ATTR_(int64_t, kI, AttrType::kInt, i)
-DF_GET_SCALAR_ATTR_(int, kI, AttrType::kInt, i)
 DF_GET_SCALAR_ATTR_(float, kF, AttrType::kFloat, f)
 DF_GET_SCALAR_ATTR_(bool, kB, AttrType::kBool, b)
 DF_GET_SCALAR_ATTR_(std::string, kS, AttrType::kString, s)
 #undef DF_GET_SCALAR_ATTR_
+
+absl::Status GetAttr(const AttrMap& attrs, absl::string_view name, int* out) {
+  int64_t value = 0;
+  DF_RETURN_IF_ERROR(GetAttr(attrs, name, &value));
+  // A value from a graph of unknown origin must not wrap into a small int.
+  if (value < std::numeric_limits<int>::min() ||
+      value > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute '", name, "' is ", value, ", which does not fit in an int"));
+  }
+  *out = static_cast<int>(value);
+  return absl::OkStatus();
+}
 
 // Reads an attribute held in field `field` of kind `kind`, decoding it with
 // `decode` (which validates it).

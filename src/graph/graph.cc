@@ -13,6 +13,9 @@
 namespace distflow {
 namespace {
 
+// The most outputs one node may have (its list outputs counted in full).
+constexpr int64_t kMaxNodeOutputs = int64_t{1} << 16;
+
 bool ValidNodeName(const std::string& name) {
   if (name.empty()) return false;
   const char first = name[0];
@@ -212,7 +215,12 @@ absl::Status Graph::InferTypes(Node* node) {
     int64_t sized = 0;
     for (const ArgDef& arg : op.inputs) {
       if (!arg.number_attr.empty() && attrs.contains(arg.number_attr)) {
-        sized += attrs.at(arg.number_attr).i();
+        // Any count beyond the inputs given fails below; only the sum must
+        // not overflow on the way.
+        sized = std::min<int64_t>(
+            sized + std::clamp<int64_t>(attrs.at(arg.number_attr).i(), 0,
+                                        node->num_inputs()),
+            node->num_inputs() + int64_t{1});
       }
     }
     for (const ArgDef& arg : op.inputs) {
@@ -308,6 +316,16 @@ absl::Status Graph::InferTypes(Node* node) {
     int64_t count = 1;
     if (!arg.number_attr.empty())
       DF_RETURN_IF_ERROR(GetAttr(attrs, arg.number_attr, &count));
+    // The count sizes vectors here, in shape inference and in every step:
+    // a GraphDef from anywhere must not make one small node cost gigabytes.
+    if (count < 0 ||
+        count > kMaxNodeOutputs -
+                    static_cast<int64_t>(node->output_types_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute '", arg.number_attr, "' is ", count, ": output list '",
+          arg.name, "' must have between 0 and ", kMaxNodeOutputs,
+          " entries in all"));
+    }
     DataType t = arg.type;
     if (!arg.type_attr.empty())
       DF_RETURN_IF_ERROR(GetAttr(attrs, arg.type_attr, &t));
@@ -340,6 +358,23 @@ absl::Status Graph::InferShapes(Node* node) {
     DF_RETURN_IF_ERROR(shape_fns::Unknown(&ctx));
   }
   node->output_shapes_ = ctx.TakeOutputs();
+  // An output whose shape is known here must be one a tensor can have: a
+  // graph that asks for Fill of [2^40, 2^40] fails when it is built, not
+  // in the middle of a step.
+  for (int i = 0; i < node->num_outputs(); ++i) {
+    const PartialTensorShape& shape = node->output_shapes_[i];
+    if (!shape.IsFullyDefined()) continue;
+    absl::Status s = shape.AsTensorShape().status();
+    if (s.ok()) {
+      s = TensorByteSize(node->output_types_[i], *shape.AsTensorShape())
+              .status();
+    }
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output ", i, " would be ", DataTypeName(node->output_types_[i]),
+          shape.DebugString(), ": ", s.message()));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -13,6 +13,9 @@
 namespace distflow {
 namespace {
 
+// The most node outputs one GraphDef may bring.
+constexpr int64_t kMaxImportedOutputs = int64_t{1} << 22;
+
 // One node of a cycle, and the walk back around it, for the error message.
 std::string DescribeCycle(const proto::GraphDef& def,
                           const std::vector<int>& remaining_inputs,
@@ -106,11 +109,20 @@ absl::Status ImportGraphDef(const proto::GraphDef& def, Graph* graph) {
     if (remaining_inputs[i] == 0) ready.push(i);
   }
   int added = 0;
+  int64_t outputs = 0;
   while (!ready.empty()) {
     const int i = ready.top();
     ready.pop();
-    DF_RETURN_IF_ERROR(graph->AddNode(def.node(i)).status());
+    DF_ASSIGN_OR_RETURN(Node * node, graph->AddNode(def.node(i)));
     ++added;
+    // Each output costs memory in the graph and in every step: a GraphDef
+    // from anywhere gets a budget, not only each node (Graph::AddNode).
+    outputs += node->num_outputs();
+    if (outputs > kMaxImportedOutputs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GraphDef has more than ", kMaxImportedOutputs, " outputs in all (",
+          node->DebugName(), " brings it to ", outputs, ")"));
+    }
     for (int c : consumers[i]) {
       if (--remaining_inputs[c] == 0) ready.push(c);
     }

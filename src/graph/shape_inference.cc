@@ -19,7 +19,7 @@ absl::StatusOr<PartialTensorShape> InferenceContext::InputAsShape(int i) const {
   if (value == nullptr) {
     const PartialTensorShape& s = input_shapes_[i];
     if (s.dims() == 1 && s.dim_size(0) >= 0) {
-      return PartialTensorShape::UnknownDims(static_cast<int>(s.dim_size(0)));
+      return UnknownShapeOfRank(s.dim_size(0));
     }
     return PartialTensorShape::UnknownRank();
   }
@@ -36,6 +36,16 @@ absl::StatusOr<PartialTensorShape> InferenceContext::InputAsShape(int i) const {
     for (int64_t d : value->flat<int64_t>()) dims.push_back(d);
   }
   return PartialTensorShape::FromDims(dims);
+}
+
+absl::StatusOr<PartialTensorShape> UnknownShapeOfRank(int64_t rank) {
+  if (rank < 0) return PartialTensorShape::UnknownRank();
+  if (rank > kMaxInferredRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shape of ", rank, " dimensions is more than the ",
+                     kMaxInferredRank, " a tensor may have"));
+  }
+  return PartialTensorShape::UnknownDims(static_cast<int>(rank));
 }
 
 namespace shape_fns {

@@ -90,6 +90,15 @@ absl::Status NoOutputs(InferenceContext* c);
 absl::Status BroadcastBinary(InferenceContext* c);
 }  // namespace shape_fns
 
+// The largest rank a shape function makes up from a value, such as the length
+// of a shape vector whose elements are unknown: a graph from anywhere must not
+// make one node allocate gigabytes of unknown sizes.
+inline constexpr int64_t kMaxInferredRank = 254;
+
+// Known rank `rank`, every size unknown (unknown rank if rank < 0);
+// INVALID_ARGUMENT if rank > kMaxInferredRank.
+absl::StatusOr<PartialTensorShape> UnknownShapeOfRank(int64_t rank);
+
 // The numpy broadcast of two shapes, or INVALID_ARGUMENT naming both.
 absl::StatusOr<PartialTensorShape> BroadcastShapes(const PartialTensorShape& a,
                                                    const PartialTensorShape& b);

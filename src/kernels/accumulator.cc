@@ -123,6 +123,7 @@ absl::StatusOr<bool> Accumulator::Apply(int64_t local_step,
   if (local_step < global_step_) return false;  // stale: dropped
   DF_RETURN_IF_ERROR(AddLocked(gradient));
   ++count_;
+  takers_.AssertHeld();
   takers_.Notify(&wakeups);
   return true;
 }
@@ -153,6 +154,7 @@ void Accumulator::Take(int64_t num_required, CancellationManager* cancellation,
                      ++global_step_;
                      return true;
                    };
+  takers_.AssertHeld();
   takers_.Wait(
       cancellation, std::move(self),
       absl::StrCat(num_required, " gradients in ", Describe()),
@@ -175,6 +177,7 @@ void Accumulator::Close() {
   Wakeups wakeups;
   absl::MutexLock lock(&mu_);
   closed_ = true;
+  takers_.AssertHeld();
   takers_.FailAll(absl::CancelledError(absl::StrCat(Describe(), " is closed")),
                   &wakeups);
 }

@@ -1,4 +1,5 @@
 // Const, Placeholder, Identity, Shape, Reshape, Fill.
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -99,6 +100,13 @@ class ReshapeOp : public OpKernel {
                        absl::InvalidArgumentError(absl::StrCat(
                            "shape ", sizes.DebugString(), " has a bad size ",
                            dims[i], " (sizes are >= 0, with at most one -1)")));
+        DF_OP_REQUIRES(
+            ctx,
+            dims[i] == 0 ||
+                product <= std::numeric_limits<int64_t>::max() / dims[i],
+            absl::InvalidArgumentError(
+                absl::StrCat("shape ", sizes.DebugString(),
+                             " has more elements than fit in int64")));
         product *= dims[i];
       }
     }

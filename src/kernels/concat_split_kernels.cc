@@ -67,10 +67,16 @@ class ConcatOp : public OpKernel {
                          v.shape().DebugString(), " with value 0 of shape ",
                          first.shape().DebugString(), " along axis ", *a,
                          ": the other dimensions must match")));
-      dims[*a] += v.dim_size(*a);
+      // Values of no elements may have any size along the axis.
+      DF_OP_REQUIRES(
+          ctx, !__builtin_add_overflow(dims[*a], v.dim_size(*a), &dims[*a]),
+          absl::InvalidArgumentError(absl::StrCat(
+              "concatenating value ", i, " of shape ", v.shape().DebugString(),
+              " along axis ", *a, " makes a dimension larger than int64")));
     }
-    Tensor* out =
-        ctx->allocate_output(0, first.dtype(), *TensorShape::FromDims(dims));
+    auto shape = TensorShape::FromDims(dims);
+    DF_OP_REQUIRES_OK(ctx, shape.status());
+    Tensor* out = ctx->allocate_output(0, first.dtype(), *shape);
     std::vector<int64_t> at(dims.size(), 0);
     for (int i = 0; i < n; ++i) {
       const Tensor& v = ctx->input(i);
@@ -104,7 +110,13 @@ class ConcatOffsetOp : public OpKernel {
                          first.DebugString(), " differ in rank")));
       Tensor out(DataType::kInt32, shape.shape());  // zeros
       out.flat<int32_t>()[*a] = offset;
-      offset += shape.flat<int32_t>()[*a];
+      // The sizes are fed values: the sum must stay an int32.
+      DF_OP_REQUIRES(
+          ctx,
+          !__builtin_add_overflow(offset, shape.flat<int32_t>()[*a], &offset),
+          absl::InvalidArgumentError(absl::StrCat(
+              "the offsets of shapes ", first.DebugString(), " ... ",
+              shape.DebugString(), " along axis ", *a, " overflow int32")));
       ctx->set_output(i, out);
     }
   }
@@ -173,8 +185,9 @@ class PackOp : public OpKernel {
     one.insert(one.begin() + *a, 1);
     std::vector<int64_t> dims = one;
     dims[*a] = n;
-    Tensor* out =
-        ctx->allocate_output(0, first.dtype(), *TensorShape::FromDims(dims));
+    auto shape = TensorShape::FromDims(dims);
+    DF_OP_REQUIRES_OK(ctx, shape.status());
+    Tensor* out = ctx->allocate_output(0, first.dtype(), *shape);
     std::vector<int64_t> at(dims.size(), 0);
     for (int i = 0; i < n; ++i) {
       const Tensor& v = ctx->input(i);

@@ -64,6 +64,14 @@ class ConvKernelBase : public OpKernel {
                        filter.DebugString(), ": ", out.status().message()));
     }
     s.out = *out;
+    // OutputShape builds the shape unchecked.
+    auto shape =
+        TensorShape::FromDims({s.n, s.out.rows.out, s.out.cols.out, s.o});
+    if (!shape.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          type(), " of input ", input.DebugString(), " by filter ",
+          filter.DebugString(), ": the output ", shape.status().message()));
+    }
     return s;
   }
 

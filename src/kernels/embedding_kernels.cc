@@ -9,18 +9,19 @@
 namespace distflow {
 namespace {
 
-// Dimensions [from, rank) of `shape`, as a shape.
-TensorShape InnerShape(const TensorShape& shape, int from) {
+// Dimensions [from, rank) of `shape`, as a shape. They may not make a shape:
+// in [0, 2^40, 2^40] the leading 0 keeps the element count in range.
+absl::StatusOr<TensorShape> InnerShape(const TensorShape& shape, int from) {
   std::vector<int64_t> dims;
   for (int i = from; i < shape.dims(); ++i) dims.push_back(shape.dim_size(i));
-  return *TensorShape::FromDims(dims);
+  return TensorShape::FromDims(dims);
 }
 
 // [rows] + inner.
-TensorShape RowsOf(int64_t rows, const TensorShape& inner) {
+absl::StatusOr<TensorShape> RowsOf(int64_t rows, const TensorShape& inner) {
   std::vector<int64_t> dims = {rows};
   for (int i = 0; i < inner.dims(); ++i) dims.push_back(inner.dim_size(i));
-  return *TensorShape::FromDims(dims);
+  return TensorShape::FromDims(dims);
 }
 
 // True if `prefix`'s dimensions start `shape`'s.
@@ -55,11 +56,15 @@ class DynamicPartitionOp : public OpKernel {
                          num_partitions_, ")")));
       ++counts[p[j]];
     }
-    const TensorShape inner = InnerShape(data.shape(), partitions.dims());
+    auto inner_shape = InnerShape(data.shape(), partitions.dims());
+    DF_OP_REQUIRES_OK(ctx, inner_shape.status());
+    const TensorShape& inner = *inner_shape;
     const int64_t slice = inner.num_elements();
     std::vector<Tensor*> outs(num_partitions_);
     for (int i = 0; i < num_partitions_; ++i) {
-      outs[i] = ctx->allocate_output(i, data.dtype(), RowsOf(counts[i], inner));
+      auto shape = RowsOf(counts[i], inner);
+      DF_OP_REQUIRES_OK(ctx, shape.status());
+      outs[i] = ctx->allocate_output(i, data.dtype(), *shape);
     }
     DF_OP_REQUIRES_OK(ctx, VisitDataType(data.dtype(), [&](auto tag) {
                         using T = typename decltype(tag)::type;
@@ -83,15 +88,17 @@ class DynamicStitchOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const int n = ctx->num_inputs() / 2;
-    const TensorShape inner =
-        InnerShape(ctx->input(n).shape(), ctx->input(0).dims());
+    auto inner_shape = InnerShape(ctx->input(n).shape(), ctx->input(0).dims());
+    DF_OP_REQUIRES_OK(ctx, inner_shape.status());
+    const TensorShape& inner = *inner_shape;
     int64_t rows = 0;
     for (int i = 0; i < n; ++i) {
       const Tensor& idx = ctx->input(i);
       const Tensor& data = ctx->input(n + i);
+      auto data_inner = InnerShape(data.shape(), idx.dims());
       DF_OP_REQUIRES(ctx,
-                     IsPrefix(idx.shape(), data.shape()) &&
-                         InnerShape(data.shape(), idx.dims()) == inner,
+                     IsPrefix(idx.shape(), data.shape()) && data_inner.ok() &&
+                         *data_inner == inner,
                      absl::InvalidArgumentError(absl::StrCat(
                          "data ", i, " of shape ", data.shape().DebugString(),
                          " must be the shape of indices ", i, " ",
@@ -106,7 +113,9 @@ class DynamicStitchOp : public OpKernel {
     }
     const int64_t slice = inner.num_elements();
     // Zeroed, so that rows no index names are 0.
-    Tensor merged(ctx->input(n).dtype(), RowsOf(rows, inner));
+    auto merged_shape = RowsOf(rows, inner);
+    DF_OP_REQUIRES_OK(ctx, merged_shape.status());
+    Tensor merged(ctx->input(n).dtype(), *merged_shape);
     DF_OP_REQUIRES_OK(ctx, VisitDataType(merged.dtype(), [&](auto tag) {
                         using T = typename decltype(tag)::type;
                         T* out = merged.data<T>();

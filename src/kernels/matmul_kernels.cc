@@ -153,7 +153,14 @@ class MatMulOp : public OpKernel {
         absl::InvalidArgumentError(absl::StrCat(
             "inner dimensions differ: a is ", a.shape().DebugString(),
             ", b is ", b.shape().DebugString(), " (", ka, " vs ", kb, ")")));
-    Tensor* out = ctx->allocate_output(0, a.dtype(), TensorShape({m, n}));
+    // [m, 0] x [0, n] has no elements to check, but m * n may overflow.
+    auto shape = TensorShape::FromDims({m, n});
+    DF_OP_REQUIRES(ctx, shape.ok(),
+                   absl::InvalidArgumentError(
+                       absl::StrCat("the product of ", a.TypeString(), " and ",
+                                    b.TypeString(), " would have shape [", m,
+                                    ",", n, "]: ", shape.status().message())));
+    Tensor* out = ctx->allocate_output(0, a.dtype(), *shape);
     DF_OP_REQUIRES_OK(
         ctx, VisitNumericType(a.dtype(), [&](auto tag) {
           using T = typename decltype(tag)::type;

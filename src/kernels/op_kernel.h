@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,18 @@ class OpKernelConstruction {
   absl::Status status_;
 };
 
+// What OpKernelContext::allocate_output throws when it cannot allocate: a
+// std::bad_alloc that says which tensor.
+class TensorAllocationError : public std::bad_alloc {
+ public:
+  explicit TensorAllocationError(std::string message)
+      : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
 class OpKernelContext {
  public:
   struct Params {
@@ -85,8 +98,13 @@ class OpKernelContext {
 
   void set_output(int i, Tensor value) { outputs_[i] = std::move(value); }
   // A new tensor of `dtype` and `shape` (elements unspecified) set as output i.
+  // Throws TensorAllocationError (a std::bad_alloc naming the type and shape)
+  // when the size is refused or the memory cannot be had; the executor fails
+  // the step with RESOURCE_EXHAUSTED naming the node.
   Tensor* allocate_output(int i, DataType dtype, const TensorShape& shape) {
-    outputs_[i] = Tensor::Uninitialized(dtype, shape);
+    absl::StatusOr<Tensor> t = Tensor::Create(dtype, shape, /*zero=*/false);
+    if (!t.ok()) throw TensorAllocationError(std::string(t.status().message()));
+    outputs_[i] = *std::move(t);
     return &outputs_[i];
   }
   std::vector<Tensor>& outputs() { return outputs_; }

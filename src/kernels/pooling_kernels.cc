@@ -47,6 +47,14 @@ class PoolKernelBase : public OpKernel {
                                                      out.status().message()));
     }
     s.out = *out;
+    // OutputShape builds the shape unchecked.
+    auto shape =
+        TensorShape::FromDims({s.n, s.out.rows.out, s.out.cols.out, s.c});
+    if (!shape.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(type(), " of input ", input.DebugString(),
+                       ": the output ", shape.status().message()));
+    }
     return s;
   }
 

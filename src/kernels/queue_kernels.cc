@@ -41,6 +41,7 @@ class FifoQueue : public ResourceBase {
           absl::StrCat(DebugString(), " is closed: enqueue refused"));
     }
     elements_.insert(elements_.end(), elements.begin(), elements.end());
+    dequeuers_.AssertHeld();
     dequeuers_.Notify(&wakeups);
     return absl::OkStatus();
   }
@@ -63,6 +64,7 @@ class FifoQueue : public ResourceBase {
       elements_.pop_front();
       return true;
     };
+    dequeuers_.AssertHeld();
     dequeuers_.Wait(
         cancellation, std::move(self),
         absl::StrCat("an element of ", DebugString()), std::move(serve),
@@ -80,6 +82,7 @@ class FifoQueue : public ResourceBase {
     absl::MutexLock lock(&mu_);
     closed_ = true;
     // Waiters exist only while the queue is empty.
+    dequeuers_.AssertHeld();
     dequeuers_.FailAll(ClosedError(), &wakeups);
   }
 

@@ -212,10 +212,13 @@ class ReductionOp : public OpKernel {
         ctx, AddErrorContext(reduce.status(),
                              absl::StrCat("reducing input ", in.TypeString())));
     std::vector<int64_t> dims;
-    int64_t count = 1;  // elements reduced into each output element
+    // Elements reduced into each output element. The sizes of an input of no
+    // elements can multiply past int64, so ReduceAxes never sees one (below).
+    const bool empty = in.NumElements() == 0;
+    int64_t count = empty ? 0 : 1;
     for (int d = 0; d < in.dims(); ++d) {
       if ((*reduce)[d]) {
-        count *= in.dim_size(d);
+        if (!empty) count *= in.dim_size(d);
         if (keep_dims_) dims.push_back(1);
       } else {
         dims.push_back(in.dim_size(d));
@@ -227,7 +230,14 @@ class ReductionOp : public OpKernel {
     DF_OP_REQUIRES_OK(ctx, VisitNumericType(in.dtype(), [&](auto tag) {
                         using T = typename decltype(tag)::type;
                         T* o = out->data<T>();
-                        ReduceAxes<R, T>(in, *reduce, o, ctx->intra_op_pool());
+                        if (empty) {
+                          // Each output element reduces nothing.
+                          Reduce3D<R, T>(nullptr, out->NumElements(), 0, 1, o,
+                                         ctx->intra_op_pool());
+                        } else {
+                          ReduceAxes<R, T>(in, *reduce, o,
+                                           ctx->intra_op_pool());
+                        }
                         if constexpr (kMean) {
                           // Integer means of nothing stay 0 rather than trap.
                           if (std::is_floating_point_v<T> || count != 0) {
@@ -262,14 +272,19 @@ class ArgReductionOp : public OpKernel {
                        "cannot take ", type(), " along axis ", *axis,
                        " of size 0 (input ", in.TypeString(), ")")));
     std::vector<int64_t> dims;
+    for (int d = 0; d < in.dims(); ++d) {
+      if (d != *axis) dims.push_back(in.dim_size(d));
+    }
+    auto shape = TensorShape::FromDims(dims);
+    DF_OP_REQUIRES_OK(ctx, shape.status());
+    Tensor* out = ctx->allocate_output(0, DataType::kInt64, *shape);
+    // (n > 0, so an empty input has an empty output; the sizes of an empty
+    // input can multiply past int64.)
+    if (in.NumElements() == 0) return;
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < in.dims(); ++d) {
-      if (d == *axis) continue;
-      dims.push_back(in.dim_size(d));
-      (d < *axis ? outer : inner) *= in.dim_size(d);
+      if (d != *axis) (d < *axis ? outer : inner) *= in.dim_size(d);
     }
-    Tensor* out =
-        ctx->allocate_output(0, DataType::kInt64, *TensorShape::FromDims(dims));
     int64_t* o = out->data<int64_t>();
     DF_OP_REQUIRES_OK(
         ctx, VisitNumericType(in.dtype(), [&](auto tag) {

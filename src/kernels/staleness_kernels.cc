@@ -28,10 +28,11 @@ class StalenessBarrier : public ResourceBase {
   StalenessBarrier(std::string name, int num_workers, int64_t max_staleness)
       : name_(std::move(name)),
         max_staleness_(max_staleness),
+        num_workers_(num_workers),
         steps_(num_workers, 0),
         retired_(num_workers, false) {}
 
-  int num_workers() const { return static_cast<int>(steps_.size()); }
+  int num_workers() const { return num_workers_; }
   int64_t max_staleness() const { return max_staleness_; }
 
   // Counts a finished step of `worker` and hands `done` its new count once the
@@ -43,6 +44,7 @@ class StalenessBarrier : public ResourceBase {
     absl::MutexLock lock(&mu_);
     const int64_t step = ++steps_[worker];
     retired_[worker] = false;   // a worker that comes back takes part again
+    waiters_.AssertHeld();
     waiters_.Notify(&wakeups);  // this worker may have been the slowest
     auto serve = [this, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return SlowestLocked() >= step - max_staleness_;
@@ -65,6 +67,7 @@ class StalenessBarrier : public ResourceBase {
     Wakeups wakeups;
     absl::MutexLock lock(&mu_);
     retired_[worker] = true;
+    waiters_.AssertHeld();
     waiters_.Notify(&wakeups);
   }
 
@@ -89,6 +92,7 @@ class StalenessBarrier : public ResourceBase {
 
   const std::string name_;
   const int64_t max_staleness_;
+  const int num_workers_;  // the size of steps_ and retired_
   mutable absl::Mutex mu_;
   std::vector<int64_t> steps_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> retired_ ABSL_GUARDED_BY(mu_);

@@ -74,10 +74,22 @@ absl::Status UninitializedError(const std::string& name) {
 
 }  // namespace
 
+absl::StatusOr<const ResourceHandle*> ScalarHandle(const Tensor& tensor,
+                                                   absl::string_view what) {
+  if (tensor.dtype() != DataType::kResource || tensor.dims() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be a resource handle (a resource scalar), got ",
+        tensor.TypeString()));
+  }
+  return &tensor.scalar<ResourceHandle>();
+}
+
 absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx,
                                                  const Tensor& handle_t,
                                                  bool create) {
-  const ResourceHandle& h = handle_t.scalar<ResourceHandle>();
+  DF_ASSIGN_OR_RETURN(const ResourceHandle* handle,
+                      ScalarHandle(handle_t, "the variable's handle"));
+  const ResourceHandle& h = *handle;
   if (h.device != ctx->device()->name()) {
     return absl::InvalidArgumentError(
         absl::StrCat("variable '", h.name, "' lives on ", h.device,
@@ -106,6 +118,7 @@ class ReadVariableOp : public OpKernel {
     auto var = GetVariable(ctx, ctx->input(0), /*create=*/false);
     DF_OP_REQUIRES_OK(ctx, var.status());
     absl::MutexLock lock((*var)->mu());
+    // (GetVariable has checked that input 0 is a resource scalar.)
     DF_OP_REQUIRES(
         ctx, (*var)->is_initialized(),
         UninitializedError(ctx->input(0).scalar<ResourceHandle>().name));
@@ -128,7 +141,9 @@ class AssignVariableOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* ctx) override {
-    const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
+    auto handle = ScalarHandle(ctx->input(0), "input 0 (the variable)");
+    DF_OP_REQUIRES_OK(ctx, handle.status());
+    const ResourceHandle& h = **handle;
     const Tensor& value = ctx->input(1);
     // Add and subtract check the value against the variable's current shape
     // below.
@@ -189,7 +204,9 @@ class VarIsInitializedOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const ResourceHandle& h = ctx->input(0).scalar<ResourceHandle>();
+    auto handle = ScalarHandle(ctx->input(0), "input 0 (the variable)");
+    DF_OP_REQUIRES_OK(ctx, handle.status());
+    const ResourceHandle& h = **handle;
     auto var = ctx->resource_manager()->Lookup<Var>(h.container, h.name);
     bool initialized = false;
     if (var.ok()) {
@@ -210,8 +227,17 @@ class ReportUninitializedVariablesOp : public OpKernel {
   }
   void Compute(OpKernelContext* ctx) override {
     std::vector<std::string> missing;
+    DF_OP_REQUIRES(ctx, ctx->num_inputs() == static_cast<int>(names_.size()),
+                   absl::InvalidArgumentError(
+                       absl::StrCat("has ", ctx->num_inputs(), " flags but ",
+                                    names_.size(), " variable names")));
     for (int i = 0; i < ctx->num_inputs(); ++i) {
-      if (!ctx->input(i).scalar<bool>()) missing.push_back(names_[i]);
+      const Tensor& flag = ctx->input(i);
+      DF_OP_REQUIRES(ctx, flag.dtype() == DataType::kBool && flag.dims() == 0,
+                     absl::InvalidArgumentError(absl::StrCat(
+                         "the flag of variable '", names_[i],
+                         "' must be a bool scalar, got ", flag.TypeString())));
+      if (!flag.scalar<bool>()) missing.push_back(names_[i]);
     }
     ctx->set_output(0, Tensor::Vector<std::string>(missing));
   }

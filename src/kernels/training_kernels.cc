@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/status_macros.h"
 #include "kernels/kernel_families.h"
 
 namespace distflow {
@@ -53,7 +54,11 @@ absl::Status LockedVars::Acquire(OpKernelContext* ctx,
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
   const std::string& device = ctx->device()->name();
   for (int i : layout.vars) {
-    const ResourceHandle& h = ctx->input(i).scalar<ResourceHandle>();
+    DF_ASSIGN_OR_RETURN(
+        const ResourceHandle* handle,
+        ScalarHandle(ctx->input(i),
+                     absl::StrCat("input ", i, " (a variable)")));
+    const ResourceHandle& h = *handle;
     names_.push_back(h.name);
     const int k = static_cast<int>(names_.size()) - 1;
     if (h.device != device) {

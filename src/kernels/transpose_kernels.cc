@@ -161,8 +161,14 @@ class TransposeOp : public OpKernel {
       perm[i] = static_cast<int>(perm64[i]);
       out_dims[i] = x.dim_size(perm[i]);
     }
-    const TensorShape out_shape = *TensorShape::FromDims(out_dims);
-    const Reduced r = Reduce(x.shape().dim_sizes(), perm);
+    // A permutation of an empty shape can put its sizes in an order whose
+    // running product overflows: [0, 2^40, 2^40] -> [2^40, 2^40, 0].
+    auto permuted = TensorShape::FromDims(out_dims);
+    DF_OP_REQUIRES_OK(ctx, permuted.status());
+    const TensorShape& out_shape = *permuted;
+    // (Reduce multiplies sizes, which for an empty input may overflow.)
+    const Reduced r =
+        x.NumElements() == 0 ? Reduced() : Reduce(x.shape().dim_sizes(), perm);
     bool identity = true;
     for (size_t i = 0; i < r.perm.size(); ++i) {
       identity = identity && r.perm[i] == static_cast<int>(i);

@@ -6,6 +6,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "distflow/tensor.h"
 #include "kernels/resource_mgr.h"
@@ -58,9 +59,16 @@ class Var : public ResourceBase {
 
 class OpKernelContext;
 
+// The handle that `tensor`, an input of a kernel, holds. INVALID_ARGUMENT
+// naming `what` (such as "input 0 (the variable)") unless `tensor` is a
+// resource scalar: a graph may feed anything where a handle is expected.
+absl::StatusOr<const ResourceHandle*> ScalarHandle(const Tensor& tensor,
+                                                   absl::string_view what);
+
 // The variable that `handle` (a scalar resource tensor) names on the kernel's
 // device, created uninitialized on first use when `create` is set.
-// INVALID_ARGUMENT if the handle belongs to another device; FAILED_PRECONDITION
+// INVALID_ARGUMENT if `handle` is not a resource scalar or belongs to another
+// device; FAILED_PRECONDITION
 // naming the variable if it does not exist and `create` is false.
 absl::StatusOr<std::shared_ptr<Var>> GetVariable(OpKernelContext* ctx,
                                                  const Tensor& handle,

@@ -75,6 +75,11 @@ class WaitList {
   void FailAll(const absl::Status& status, Wakeups* wakeups)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // For callers holding the resource's mutex under its own name: tells the
+  // thread-safety analysis, which cannot see that the two are one, that this
+  // list's is held (and checks that it is).
+  void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK(mu_) { mu_->AssertHeld(); }
+
   int size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return static_cast<int>(waiters_.size());
   }

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <deque>
 #include <limits>
+#include <new>
+#include <stdexcept>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,28 @@ struct StepAbort {
   std::atomic<bool> aborted{false};
   CancellationManager cancellation;
 };
+
+// Runs `compute` (a kernel's Compute or ComputeAsync), turning an exception
+// that escapes it into the node's error: a kernel whose output cannot be
+// allocated fails its step, not the task. The caller adds the node's name.
+template <typename F>
+void RunCatchingExceptions(OpKernelContext* ctx, F&& compute) {
+  try {
+    compute();
+  } catch (const TensorAllocationError& e) {
+    ctx->SetStatus(absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate an output: ", e.what())));
+  } catch (const std::bad_alloc& e) {
+    ctx->SetStatus(absl::ResourceExhaustedError(
+        absl::StrCat("out of memory (", e.what(), ")")));
+  } catch (const std::exception& e) {
+    ctx->SetStatus(
+        absl::InternalError(absl::StrCat("the kernel threw: ", e.what())));
+  } catch (...) {
+    ctx->SetStatus(absl::InternalError(
+        "the kernel threw something other than a std::exception"));
+  }
+}
 
 }  // namespace
 
@@ -166,7 +190,7 @@ class Executor::StepState {
     const int64_t start_ns = trace::SpanStart();
     // (Only a kernel that says it is expensive can turn out not to be.)
     const int64_t timed_from = item.expensive ? trace::NowNanos() : 0;
-    item.kernel->Compute(&ctx);
+    RunCatchingExceptions(&ctx, [&] { item.kernel->Compute(&ctx); });
     if (item.expensive) {
       executor_->RecordRunTime(id, trace::NowNanos() - timed_from);
     }
@@ -185,8 +209,11 @@ class Executor::StepState {
     // An asynchronous op's span runs until it is done: for a _Recv, the wait
     // for the tensor.
     const int64_t start_ns = trace::SpanStart();
-    item.kernel->AsAsync()->ComputeAsync(ctx.get(), [this, id, inputs, ctx,
-                                                     start_ns] {
+    // A kernel that throws may or may not have called `done` (or handed it
+    // on); the node finishes once either way.
+    auto finished = std::make_shared<std::atomic<bool>>(false);
+    auto done = [this, id, inputs, ctx, start_ns, finished] {
+      if (finished->exchange(true)) return;
       trace::EndSpan("op", executor_->items_[id].node->name(), start_ns);
       std::vector<int> ready;
       Propagate(executor_->items_[id], ctx.get(), &ready);
@@ -206,7 +233,17 @@ class Executor::StepState {
       int queued_expensive = 0;
       Dispatch(ready, &queue, &queued_expensive);
       RunQueue(&queue, queued_expensive);
+    };
+    bool threw = false;
+    RunCatchingExceptions(ctx.get(), [&] {
+      try {
+        item.kernel->AsAsync()->ComputeAsync(ctx.get(), done);
+      } catch (...) {
+        threw = true;
+        throw;
+      }
     });
+    if (threw) done();
   }
 
   OpKernelContext::Params Params(const std::vector<Tensor>* inputs) {

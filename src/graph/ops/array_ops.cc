@@ -29,8 +29,10 @@ absl::Status ReshapeShape(InferenceContext* c) {
             " has more than one -1; at most one size is inferred"));
       }
       inferred = i;
-    } else {
-      known_product *= dims[i];
+    } else if (__builtin_mul_overflow(known_product, dims[i], &known_product)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", target.DebugString(),
+                       " has more elements than fit in int64"));
     }
   }
   const int64_t n = in.num_elements();

@@ -31,7 +31,13 @@ absl::StatusOr<PartialTensorShape> MergeInputs(InferenceContext* c, int first,
                          ", which has no dimension ", skip));
       }
       std::vector<int64_t> dims = s.dim_sizes();
-      sum = (sum < 0 || dims[skip] < 0) ? -1 : sum + dims[skip];
+      if (sum < 0 || dims[skip] < 0) {
+        sum = -1;
+      } else if (__builtin_add_overflow(sum, dims[skip], &sum)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input ", i - first, " of shape ", s.DebugString(),
+            " makes dimension ", skip, " of the result larger than int64"));
+      }
       dims[skip] = -1;
       DF_ASSIGN_OR_RETURN(s, PartialTensorShape::FromDims(dims));
     } else if (skip >= 0) {

@@ -1,6 +1,7 @@
 // _Send and _Recv: the ends of a graph edge cut by partitioning; _GatherPack:
 // the tensors of a packed transfer joined for one _Send. Inserted by the
 // partitioner (graph/partition.h), never by users.
+#include "absl/strings/str_cat.h"
 #include "graph/ops/op_families.h"
 #include "graph/shape_inference.h"
 
@@ -16,7 +17,11 @@ absl::Status GatherPackShape(InferenceContext* c) {
       total = -1;
       break;
     }
-    total += n;
+    if (__builtin_add_overflow(total, n, &total)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", i, " of shape ", c->input(i).DebugString(),
+                       " brings the elements of the pack past int64"));
+    }
   }
   c->set_output(0, PartialTensorShape({total}));
   return absl::OkStatus();

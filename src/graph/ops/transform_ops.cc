@@ -17,24 +17,23 @@ namespace {
 
 // The known rank of input `i`, or of the vector input `vec` (its length) when
 // input i's rank is unknown; -1 if neither is known.
-int RankFrom(InferenceContext* c, int i, int vec) {
+int64_t RankFrom(InferenceContext* c, int i, int vec) {
   if (!c->input(i).unknown_rank()) return c->input(i).dims();
   const PartialTensorShape& v = c->input(vec);
-  if (v.dims() == 1 && v.dim_size(0) >= 0)
-    return static_cast<int>(v.dim_size(0));
+  if (v.dims() == 1 && v.dim_size(0) >= 0) return v.dim_size(0);
   return -1;
 }
 
 // Sets output 0 to `rank` unknown sizes (unknown rank if rank < 0).
-absl::Status UnknownOfRank(InferenceContext* c, int rank) {
-  c->set_output(0, rank < 0 ? PartialTensorShape::UnknownRank()
-                            : PartialTensorShape::UnknownDims(rank));
+absl::Status UnknownOfRank(InferenceContext* c, int64_t rank) {
+  DF_ASSIGN_OR_RETURN(PartialTensorShape shape, UnknownShapeOfRank(rank));
+  c->set_output(0, std::move(shape));
   return absl::OkStatus();
 }
 
 absl::Status TransposeShape(InferenceContext* c) {
   const PartialTensorShape& x = c->input(0);
-  const int rank = RankFrom(c, 0, 1);
+  const int64_t rank = RankFrom(c, 0, 1);
   if (c->input_value(1) == nullptr) return UnknownOfRank(c, rank);
   std::vector<int64_t> perm = IndexValues(*c->input_value(1));
   if (rank >= 0 && static_cast<int>(perm.size()) != rank) {
@@ -114,7 +113,7 @@ absl::Status SqueezeShape(InferenceContext* c) {
 
 absl::Status SliceShape(InferenceContext* c) {
   const PartialTensorShape& x = c->input(0);
-  const int rank = RankFrom(c, 0, 1);
+  const int64_t rank = RankFrom(c, 0, 1);
   if (c->input_value(1) == nullptr || c->input_value(2) == nullptr) {
     return UnknownOfRank(c, rank);
   }
@@ -134,7 +133,7 @@ absl::Status SliceShape(InferenceContext* c) {
     const int64_t dim = x.unknown_rank() ? -1 : x.dim_size(static_cast<int>(i));
     const bool bad = begin[i] < 0 || size[i] < -1 ||
                      (dim >= 0 && (begin[i] > dim ||
-                                   (size[i] >= 0 && begin[i] + size[i] > dim)));
+                                   (size[i] >= 0 && size[i] > dim - begin[i])));
     if (bad) {
       return absl::InvalidArgumentError(absl::StrCat(
           "slice of dimension ", i, " (begin ", begin[i], ", size ", size[i],
@@ -158,10 +157,8 @@ absl::Status PadShape(InferenceContext* c) {
     return absl::InvalidArgumentError(absl::StrCat(
         "paddings must be a matrix [rank, 2], got shape ", p.DebugString()));
   }
-  int rank = x.dims();
-  if (rank < 0 && p.dims() == 2 && p.dim_size(0) >= 0) {
-    rank = static_cast<int>(p.dim_size(0));
-  }
+  int64_t rank = x.dims();
+  if (rank < 0 && p.dims() == 2 && p.dim_size(0) >= 0) rank = p.dim_size(0);
   if (c->input_value(1) == nullptr) return UnknownOfRank(c, rank);
   std::vector<int64_t> pads = IndexValues(*c->input_value(1));
   const int n = static_cast<int>(pads.size() / 2);
@@ -179,7 +176,13 @@ absl::Status PadShape(InferenceContext* c) {
                        " has a negative entry in row ", i));
     }
     const int64_t dim = x.unknown_rank() ? -1 : x.dim_size(i);
-    if (dim >= 0) out[i] = dim + pads[2 * i] + pads[2 * i + 1];
+    if (dim >= 0 &&
+        (__builtin_add_overflow(dim, pads[2 * i], &out[i]) ||
+         __builtin_add_overflow(out[i], pads[2 * i + 1], &out[i]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padding dimension ", i, " of shape ", x.DebugString(), " by ",
+          pads[2 * i], " and ", pads[2 * i + 1], " overflows int64"));
+    }
   }
   DF_ASSIGN_OR_RETURN(PartialTensorShape shape,
                       PartialTensorShape::FromDims(out));
@@ -189,7 +192,7 @@ absl::Status PadShape(InferenceContext* c) {
 
 absl::Status TileShape(InferenceContext* c) {
   const PartialTensorShape& x = c->input(0);
-  const int rank = RankFrom(c, 0, 1);
+  const int64_t rank = RankFrom(c, 0, 1);
   if (c->input_value(1) == nullptr) return UnknownOfRank(c, rank);
   std::vector<int64_t> m = IndexValues(*c->input_value(1));
   if (rank >= 0 && static_cast<int>(m.size()) != rank) {
@@ -206,7 +209,11 @@ absl::Status TileShape(InferenceContext* c) {
                        " has a negative entry"));
     }
     const int64_t dim = x.unknown_rank() ? -1 : x.dim_size(static_cast<int>(i));
-    if (dim >= 0) out[i] = dim * m[i];
+    if (dim >= 0 && __builtin_mul_overflow(dim, m[i], &out[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tiling dimension ", i, " of shape ", x.DebugString(),
+                       " ", m[i], " times overflows int64"));
+    }
   }
   DF_ASSIGN_OR_RETURN(PartialTensorShape shape,
                       PartialTensorShape::FromDims(out));

@@ -40,7 +40,18 @@ inline absl::StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t k,
                                                   int64_t stride,
                                                   int64_t dilation,
                                                   Padding padding) {
-  const int64_t effective_k = (k - 1) * dilation + 1;
+  // The sizes come from shapes and attributes of a graph from anywhere: check
+  // them before any arithmetic that could overflow.
+  int64_t effective_k = 0;
+  if (in < 0 || k < 1 || stride < 1 || dilation < 1 ||
+      __builtin_mul_overflow(k - 1, dilation, &effective_k) ||
+      __builtin_add_overflow(effective_k, 1, &effective_k)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window of size ", k, " with stride ", stride, " and dilation ",
+        dilation, " over input size ", in,
+        " is not valid (sizes, strides and dilations are >= 1 and the dilated "
+        "window must fit in int64)"));
+  }
   WindowDim d;
   if (padding == Padding::kValid) {
     if (in < effective_k) {
@@ -51,9 +62,11 @@ inline absl::StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t k,
     d.out = (in - effective_k) / stride + 1;
     return d;
   }
-  d.out = (in + stride - 1) / stride;
-  const int64_t pad_total =
-      std::max<int64_t>((d.out - 1) * stride + effective_k - in, 0);
+  d.out = in / stride + (in % stride != 0 ? 1 : 0);
+  // The last window starts `last` elements in; in - last is in [1, stride]
+  // (stride for an empty input), so nothing here overflows.
+  const int64_t last = (d.out - 1) * stride;
+  const int64_t pad_total = std::max<int64_t>(effective_k - (in - last), 0);
   d.pad_before = pad_total / 2;
   d.pad_after = pad_total - d.pad_before;
   return d;
