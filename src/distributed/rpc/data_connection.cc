@@ -20,8 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/clock.h"
 #include "base/logging.h"
 #include "core/gathered_tensor.h"
+#include "distributed/rpc/data_frames.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "proto/worker.pb.h"
@@ -51,6 +53,13 @@ constexpr absl::Duration kPingTimeout = absl::Seconds(5);
 // behind the updates (docs/benchmarks.md, "A caller that polls for its
 // step's answer").
 constexpr absl::Duration kAnswerPoll = absl::Milliseconds(1);
+// When a call of `timeout` from now ends, on the steady clock (a call without
+// a real limit, such as InfiniteDuration, waits a century).
+SteadyTime DeadlineAfter(absl::Duration timeout) {
+  return SteadyAfter(SteadyNow(),
+                     std::min(timeout, absl::Hours(24 * 365 * 100)));
+}
+
 // Pieces per sendmsg: the frame's header and the tensor's ranges (more than
 // this many go in later calls).
 constexpr int kMaxIovecs = 64;
@@ -60,7 +69,7 @@ constexpr int kMaxIovecs = 64;
 template <typename Stop>
 absl::Status WaitFor(int fd, short events, absl::Duration timeout,
                      const Stop& stop) {
-  const absl::Time until = absl::Now() + timeout;
+  const SteadyTime until = SteadyAfter(SteadyNow(), timeout);
   while (true) {
     if (stop()) return absl::CancelledError("the connection was closed");
     pollfd p{fd, events, 0};
@@ -69,10 +78,31 @@ absl::Status WaitFor(int fd, short events, absl::Duration timeout,
     if (n < 0 && errno != EINTR) {
       return absl::UnavailableError(std::strerror(errno));
     }
-    if (absl::Now() >= until) {
+    if (SteadyNow() >= until) {
       return absl::DeadlineExceededError(absl::StrCat(
           "no answer within ", absl::FormatDuration(timeout)));
     }
+  }
+}
+
+// Runs `body`; if it throws (a call's callback, an allocation refused),
+// `fail` ends the connection instead of the exception ending the process.
+template <typename Body, typename Fail>
+void CatchAll(const Body& body, const Fail& fail) {
+  std::string what;
+  try {
+    body();
+    return;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an unknown exception";
+  }
+  try {
+    fail(absl::InternalError(
+        absl::StrCat("a thread of the data connection threw: ", what)));
+  } catch (...) {
+    DF_LOG(Error) << "a data connection's failure threw as well: " << what;
   }
 }
 
@@ -98,7 +128,7 @@ struct DataConnection::Queued {
 struct DataConnection::Waiting {
   // Names the call in errors: "push of 'key'", "RunGraph of step 7".
   std::string what;
-  absl::Time deadline;
+  SteadyTime deadline;
   // Gets the answer's status, the answer, and what followed it (a RunGraph's
   // response); or the failure, with an empty answer.
   std::function<void(const absl::Status&, const proto::DataAnswer&,
@@ -200,12 +230,12 @@ struct DataConnection::Core {
       ABSL_GUARDED_BY(mu);
   // When the task last answered (or calls started waiting), and whether a
   // ping waits for its answer.
-  absl::Time last_heard ABSL_GUARDED_BY(mu);
+  SteadyTime last_heard ABSL_GUARDED_BY(mu);
   bool pinging ABSL_GUARDED_BY(mu) = false;
   std::atomic<uint64_t> next_id{1};
   int64_t answered ABSL_GUARDED_BY(mu) = 0;
-  // Until when (absl::GetCurrentTimeNanos) the reader polls for the next
-  // answer before it sleeps (see kAnswerPoll). The reader's own.
+  // Until when (SteadyNanos) the reader polls for the next answer before it
+  // sleeps (see kAnswerPoll). The reader's own.
   int64_t poll_until_ns = 0;
 };
 
@@ -245,7 +275,13 @@ absl::Status DataConnection::Core::WriteFrame(int fd, Queued* push,
         sendmsg(fd, &message, MSG_NOSIGNAL | (dont_wait ? MSG_DONTWAIT : 0));
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (dont_wait && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (dont_wait) break;
+        // (The send timeout of ConfigureDataSocket.)
+        return absl::DeadlineExceededError(
+            absl::StrCat("the task took no bytes for ",
+                         absl::FormatDuration(DataStallTimeout())));
+      }
       return absl::UnavailableError(std::strerror(errno));
     }
     push->sent += static_cast<size_t>(n);
@@ -389,8 +425,11 @@ DataConnection::DataConnection(std::string host, int port, uint64_t token,
     : core_(std::make_shared<Core>(std::move(host), port, token,
                                    std::move(task), std::move(address),
                                    std::clamp(sockets, 1, kMaxDataSockets))) {
-  writer_ = std::thread(&DataConnection::WriteLoop, core_);
-  reader_ = std::thread(&DataConnection::ReadLoop, core_);
+  auto fail = [core = core_](const absl::Status& s) { core->Fail(s); };
+  writer_ = std::thread(
+      [core = core_, fail] { CatchAll([&] { WriteLoop(core); }, fail); });
+  reader_ = std::thread(
+      [core = core_, fail] { CatchAll([&] { ReadLoop(core); }, fail); });
 }
 
 DataConnection::~DataConnection() {
@@ -452,7 +491,7 @@ bool DataConnection::Push(int64_t step_id, const std::string& key,
   return Send(frame, value, [&] {
     Waiting waiting;
     waiting.what = absl::StrCat("push of '", key, "'");
-    waiting.deadline = absl::Now() + deadline;
+    waiting.deadline = DeadlineAfter(deadline);
     waiting.done = [done = std::move(done)](const absl::Status& s,
                                             const proto::DataAnswer&,
                                             const std::string&) { done(s); };
@@ -468,7 +507,7 @@ bool DataConnection::Offer(const proto::PushTensorHeader& header,
   return Send(frame, Tensor(), [&] {
     Waiting waiting;
     waiting.what = absl::StrCat("push of '", header.key(), "'");
-    waiting.deadline = absl::Now() + deadline;
+    waiting.deadline = DeadlineAfter(deadline);
     waiting.pinned = std::move(pinned);
     waiting.done = [done = std::move(done)](const absl::Status& s,
                                             const proto::DataAnswer& answer,
@@ -488,7 +527,7 @@ bool DataConnection::RunGraph(const proto::RunGraphRequest& request,
     Waiting waiting;
     waiting.what = absl::StrCat("RunGraph of step ", request.step_id());
     waiting.run_graph = true;
-    waiting.deadline = absl::Now() + deadline;
+    waiting.deadline = DeadlineAfter(deadline);
     waiting.done = [core = core_.get(), step = request.step_id(), response,
                     done = std::move(done)](const absl::Status& s,
                                             const proto::DataAnswer&,
@@ -538,7 +577,7 @@ bool DataConnection::Core::Send(proto::DataFrame& frame, const Tensor& bytes,
   {
     absl::MutexLock lock(&mu);
     if (state != State::kReady || closing) return false;
-    if (waiting.empty()) last_heard = absl::Now();
+    if (waiting.empty()) last_heard = SteadyNow();
     Waiting& entry = waiting.emplace(call.id, make_waiting()).first->second;
     entry.unwritten = static_cast<int>(parts.size());
     // Each stripe writes its parts in the order of the frames (queued under
@@ -581,7 +620,7 @@ bool DataConnection::Core::Send(proto::DataFrame& frame, const Tensor& bytes,
 void DataConnection::Core::PingIfSilent() {
   {
     absl::MutexLock lock(&mu);
-    if (pinging || waiting.empty() || absl::Now() - last_heard < kPingAfter) {
+    if (pinging || waiting.empty() || SteadySince(last_heard) < kPingAfter) {
       return;
     }
     pinging = true;
@@ -591,7 +630,7 @@ void DataConnection::Core::PingIfSilent() {
   Send(frame, Tensor(), [this] {
     Waiting waiting;
     waiting.what = "a keepalive ping";
-    waiting.deadline = absl::Now() + kPingTimeout;
+    waiting.deadline = DeadlineAfter(kPingTimeout);
     waiting.ping = true;
     waiting.done = [this](const absl::Status&, const proto::DataAnswer&,
                           const std::string&) {
@@ -621,8 +660,10 @@ void DataConnection::WriteLoop(std::shared_ptr<Core> core) {
     core->stripe_fds = std::move(stripe_fds);
     core->stripe_queues.resize(core->stripe_fds.size());
     for (size_t i = 0; i < core->stripe_fds.size(); ++i) {
-      core->stripe_writers.emplace_back(&DataConnection::StripeWriteLoop, core,
-                                        i);
+      core->stripe_writers.emplace_back([core, i] {
+        CatchAll([&] { StripeWriteLoop(core, i); },
+                 [&](const absl::Status& s) { core->Break(s); });
+      });
     }
     core->stripes.store(static_cast<int>(core->stripe_fds.size()),
                         std::memory_order_release);
@@ -716,7 +757,7 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
     {
       absl::MutexLock lock(&core->mu);
       if (core->closing || core->state != State::kReady) return;
-      const absl::Time now = absl::Now();
+      const SteadyTime now = SteadyNow();
       for (auto it = core->waiting.begin(); it != core->waiting.end();) {
         if (it->second.deadline <= now) {
           unwritten |= it->second.unwritten > 0;
@@ -728,8 +769,8 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
           expired.push_back(std::move(it->second));
           core->waiting.erase(it++);
         } else {
-          const int64_t left =
-              absl::ToInt64Milliseconds(it->second.deadline - now);
+          const int64_t left = absl::ToInt64Milliseconds(
+              absl::FromChrono(it->second.deadline - now));
           timeout_ms = std::min(timeout_ms, left < timeout_ms ? left + 1
                                                               : timeout_ms);
           ++it;
@@ -778,18 +819,14 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
 
 bool DataConnection::Core::ReadAnswer(int fd) {
   proto::DataAnswer answer;
+  absl::Status carried;
   absl::Status s = RecvFrameHeader(fd, &answer);
+  if (s.ok()) s = CheckDataAnswer(answer, &carried);
   std::string payload;
   if (s.ok() && answer.run_graph_bytes() > 0) {
-    // (Bounded by what protobuf parses, which RunGraph's answer must.)
-    if (answer.run_graph_bytes() > INT32_MAX) {
-      s = absl::InvalidArgumentError(absl::StrCat(
-          "an answer of ", answer.run_graph_bytes(), " bytes"));
-    } else {
-      payload.resize(static_cast<size_t>(answer.run_graph_bytes()));
-      s = RecvAll(fd, payload.data(), payload.size(),
-                  /*rest_of_message=*/true);
-    }
+    // (Grown as its bytes come: the answer's length is the task's word.)
+    s = RecvGrowing(fd, static_cast<size_t>(answer.run_graph_bytes()),
+                    &payload);
   }
   if (!s.ok()) {
     Fail(s);
@@ -798,7 +835,7 @@ bool DataConnection::Core::ReadAnswer(int fd) {
   Waiting w;
   {
     absl::MutexLock lock(&mu);
-    last_heard = absl::Now();
+    last_heard = SteadyNow();
     auto it = waiting.find(answer.call_id());
     if (it == waiting.end()) {  // it passed its deadline
       lingering.erase(answer.call_id());
@@ -811,16 +848,13 @@ bool DataConnection::Core::ReadAnswer(int fd) {
     if (!w.run_graph && !w.ping) {
       for (const auto& [id, other] : waiting) {
         if (other.run_graph) {
-          poll_until_ns = absl::GetCurrentTimeNanos() +
-                          absl::ToInt64Nanoseconds(kAnswerPoll);
+          poll_until_ns = SteadyNanos() + absl::ToInt64Nanoseconds(kAnswerPoll);
           break;
         }
       }
     }
   }
-  w.done(absl::Status(static_cast<absl::StatusCode>(answer.code()),
-                      answer.message()),
-         answer, payload);
+  w.done(carried, answer, payload);
   return true;
 }
 

@@ -25,10 +25,7 @@ namespace distflow {
 namespace {
 
 // How long a new connection may take to say hello.
-constexpr int kHelloTimeoutS = 10;
-// How long an answer may wait for the sender to make room for it: a sender
-// that reads nothing for that long is stopped or hung.
-constexpr int kAnswerTimeoutS = 30;
+constexpr absl::Duration kHelloTimeout = absl::Seconds(10);
 // Connections served at once (each has a thread): far more than a cluster's
 // tasks, far fewer than a process may start.
 constexpr size_t kMaxConnections = 512;
@@ -38,17 +35,11 @@ absl::Status SkipBytes(int fd, int64_t n) {
   std::vector<char> scratch(std::min<int64_t>(n, int64_t{1} << 20));
   for (int64_t left = n; left > 0;) {
     const size_t chunk = std::min<int64_t>(left, scratch.size());
-    absl::Status s =
-        RecvAll(fd, scratch.data(), chunk, /*rest_of_message=*/true);
+    absl::Status s = RecvDue(fd, scratch.data(), chunk);
     if (!s.ok()) return s;
     left -= static_cast<int64_t>(chunk);
   }
   return absl::OkStatus();
-}
-
-void SetTimeout(int fd, int option, int seconds) {
-  timeval t{seconds, 0};
-  setsockopt(fd, SOL_SOCKET, option, &t, sizeof(t));
 }
 
 std::string PeerName(int fd) {
@@ -98,12 +89,12 @@ struct DataListener::Connection {
   }
   // Ends the reading turn of a reader that has been busy with a call's work
   // since before `cutoff`: true, with the new turn, if it did.
-  bool TakeReading(absl::Time cutoff, uint64_t* new_turn) {
+  bool TakeReading(SteadyTime cutoff, uint64_t* new_turn) {
     absl::MutexLock lock(&turn_mu);
-    if (working_since == absl::InfiniteFuture() || working_since > cutoff) {
+    if (working_since == SteadyTime::max() || working_since > cutoff) {
       return false;
     }
-    working_since = absl::InfiniteFuture();
+    working_since = SteadyTime::max();
     *new_turn = ++turn;
     return true;
   }
@@ -112,24 +103,23 @@ struct DataListener::Connection {
   const std::string peer;
   absl::Mutex write_mu;
   // Which reader's turn it is (each new reader takes the next), and since
-  // when that reader has been busy with a call's work (InfiniteFuture while
+  // when that reader has been busy with a call's work (SteadyTime::max() while
   // it reads).
   absl::Mutex turn_mu;
   uint64_t turn ABSL_GUARDED_BY(turn_mu) = 0;
-  absl::Time working_since ABSL_GUARDED_BY(turn_mu) = absl::InfiniteFuture();
+  SteadyTime working_since ABSL_GUARDED_BY(turn_mu) = SteadyTime::max();
   // The RunGraph calls running, by call id, and whether the connection has
   // ended (then the calls still running were abandoned).
   absl::Mutex calls_mu;
   absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>>
       running ABSL_GUARDED_BY(calls_mu);
   bool ended ABSL_GUARDED_BY(calls_mu) = false;
-  // Until when (absl::GetCurrentTimeNanos) a reader polls for the next
-  // frame (see kNextStepPoll and kNextPushPoll).
+  // Until when (SteadyNanos) a reader polls for the next frame (see
+  // kNextStepPoll and kNextPushPoll).
   std::atomic<int64_t> poll_next_until_ns{0};
   // Has readers poll for the next frame until at least `delay` from now.
   void PollForNextFrame(absl::Duration delay) {
-    const int64_t until =
-        absl::GetCurrentTimeNanos() + absl::ToInt64Nanoseconds(delay);
+    const int64_t until = SteadyNanos() + absl::ToInt64Nanoseconds(delay);
     int64_t was = poll_next_until_ns.load(std::memory_order_relaxed);
     while (was < until && !poll_next_until_ns.compare_exchange_weak(
                               was, until, std::memory_order_relaxed)) {
@@ -191,12 +181,12 @@ class DataListener::Working {
   Working(Connection* connection, uint64_t turn)
       : connection_(connection), turn_(turn) {
     absl::MutexLock lock(&connection_->turn_mu);
-    if (connection_->turn == turn_) connection_->working_since = absl::Now();
+    if (connection_->turn == turn_) connection_->working_since = SteadyNow();
   }
   ~Working() {
     absl::MutexLock lock(&connection_->turn_mu);
     if (connection_->turn == turn_) {
-      connection_->working_since = absl::InfiniteFuture();
+      connection_->working_since = SteadyTime::max();
     }
   }
   Working(const Working&) = delete;
@@ -207,9 +197,35 @@ class DataListener::Working {
   const uint64_t turn_;
 };
 
+// Counts a push's bytes as being received while it lives, if they fit the
+// listener's limit.
+class DataListener::Receiving {
+ public:
+  Receiving(DataListener* listener, int64_t bytes)
+      : listener_(listener), bytes_(listener->Reserve(bytes) ? bytes : -1) {}
+  ~Receiving() {
+    if (bytes_ > 0) listener_->receiving_.fetch_sub(bytes_);
+  }
+  Receiving(const Receiving&) = delete;
+  Receiving& operator=(const Receiving&) = delete;
+  bool fits() const { return bytes_ >= 0; }
+
+ private:
+  DataListener* const listener_;
+  const int64_t bytes_;
+};
+
+bool DataListener::Reserve(int64_t bytes) {
+  int64_t was = receiving_.load();
+  do {
+    if (bytes > limits_.receiving_bytes - was) return false;
+  } while (!receiving_.compare_exchange_weak(was, was + bytes));
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<DataListener>> DataListener::Create(
     const std::string& host, std::shared_ptr<RecvBufferPool> pool,
-    Handlers handlers) {
+    Handlers handlers, DataListenerLimits limits) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -251,17 +267,18 @@ absl::StatusOr<std::unique_ptr<DataListener>> DataListener::Create(
                 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                 : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return std::unique_ptr<DataListener>(
-      new DataListener(fd, port, std::move(pool), std::move(handlers)));
+      new DataListener(fd, port, std::move(pool), std::move(handlers), limits));
 }
 
 DataListener::DataListener(int fd, int port,
                            std::shared_ptr<RecvBufferPool> pool,
-                           Handlers handlers)
+                           Handlers handlers, DataListenerLimits limits)
     : fd_(fd),
       port_(port),
       token_(RandomDataToken()),
       pool_(std::move(pool)),
-      handlers_(std::move(handlers)) {
+      handlers_(std::move(handlers)),
+      limits_(limits) {
   acceptor_ = std::thread(&DataListener::AcceptLoop, this);
   watcher_ = std::thread(&DataListener::WatchLoop, this);
 }
@@ -296,10 +313,22 @@ bool DataListener::StartReader(const std::shared_ptr<Connection>& connection,
   try {
     thread = std::thread([this, connection, turn, ended] {
       NameThisThread("df_serve");
-      if (turn == 0) {
-        Serve(connection);
-      } else {
-        ReadCalls(connection, turn);
+      // (The last resort: what a call throws is caught in ServeOne; this
+      // catches the rest, so that no peer can end the process.)
+      try {
+        if (turn == 0) {
+          Serve(connection);
+        } else {
+          ReadCalls(connection, turn);
+        }
+      } catch (const std::exception& e) {
+        DF_LOG(Warning) << "data connection from " << connection->peer << ": "
+                        << e.what() << "; closing it";
+        EndConnection(connection);
+      } catch (...) {
+        DF_LOG(Warning) << "data connection from " << connection->peer
+                        << ": an unknown exception; closing it";
+        EndConnection(connection);
       }
       ended->store(true);
     });
@@ -341,7 +370,8 @@ void DataListener::WatchLoop() {
   NameThisThread("df_watch");
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&closed_), kReadingHandOff)) {
-    const absl::Time cutoff = absl::Now() - kReadingHandOff;
+    const SteadyTime cutoff =
+        SteadyNow() - absl::ToChronoNanoseconds(kReadingHandOff);
     // (By index: StartReader may add to served_.)
     const size_t count = served_.size();
     for (size_t i = 0; i < count; ++i) {
@@ -379,7 +409,15 @@ void DataListener::AcceptLoop() {
     }
     accept_failing_ = false;
     ReapReaders();
-    auto connection = std::make_shared<Connection>(fd);
+    std::shared_ptr<Connection> connection;
+    try {
+      connection = std::make_shared<Connection>(fd);
+    } catch (const std::exception& e) {
+      DF_LOG(Warning) << "data connections: cannot serve a new one: "
+                      << e.what();
+      close(fd);
+      continue;
+    }
     if (served_.size() >= kMaxConnections) {
       DF_LOG(Warning) << "data connections: refusing " << connection->peer
                       << ": " << served_.size() << " are open already";
@@ -392,15 +430,14 @@ void DataListener::AcceptLoop() {
 void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
   const int fd = connection->fd;
   ConfigureDataSocket(fd);
-  SetTimeout(fd, SO_RCVTIMEO, kHelloTimeoutS);
-  SetTimeout(fd, SO_SNDTIMEO, kAnswerTimeoutS);
+  // (ConfigureDataSocket limits each write to DataStallTimeout().)
   char bytes[kDataHelloBytes];
   DataHello hello;
   bool ours = false;
   // For a stripe: the connection it belongs to, and the stripe.
   std::shared_ptr<Connection> first;
   std::shared_ptr<Stripe> stripe;
-  if (RecvAll(fd, bytes, sizeof(bytes)).ok() &&
+  if (RecvWithin(fd, bytes, sizeof(bytes), kHelloTimeout).ok() &&
       DecodeDataHello(bytes, &hello) && hello.token == token_) {
     if (hello.stripe == 0) {
       {
@@ -419,7 +456,6 @@ void DataListener::Serve(const std::shared_ptr<Connection>& connection) {
   iovec iov{&answer, 1};
   const bool answered = SendAll(fd, &iov, 1).ok();
   if (answered && ours) {
-    SetTimeout(fd, SO_RCVTIMEO, 0);  // calls come whenever steps run
     if (stripe == nullptr) {
       ReadCalls(connection, /*turn=*/0);
     } else {
@@ -468,7 +504,8 @@ void DataListener::ReadStripe(const std::shared_ptr<Connection>& first,
       into = stripe.into;
       n = stripe.n;
     }
-    absl::Status s = into != nullptr ? RecvAll(fd, into, static_cast<size_t>(n))
+    // (The part is due: its frame has come on the first socket.)
+    absl::Status s = into != nullptr ? RecvDue(fd, into, static_cast<size_t>(n))
                                      : SkipBytes(fd, n);
     {
       absl::MutexLock lock(&stripe.mu);
@@ -477,6 +514,10 @@ void DataListener::ReadStripe(const std::shared_ptr<Connection>& first,
       if (!s.ok()) stripe.ended = true;
     }
     if (!s.ok()) {
+      if (absl::IsDeadlineExceeded(s)) {
+        DF_LOG(Warning) << "data connection from " << stripe.socket->peer
+                        << " (a stripe): " << s.message() << "; closing it";
+      }
       EndConnection(first);
       return;
     }
@@ -530,9 +571,9 @@ void DataListener::EndConnection(
 absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
                                               const TensorShape& shape,
                                               int64_t bytes) {
-  if (pool_ != nullptr) return pool_->Allocate(dtype, shape);
   try {
-    return Tensor::Uninitialized(dtype, shape);
+    if (pool_ != nullptr) return pool_->Allocate(dtype, shape);
+    return Tensor::Create(dtype, shape, /*zero=*/false);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory for a tensor of ", bytes, " bytes"));
@@ -541,7 +582,7 @@ absl::StatusOr<Tensor> DataListener::Allocate(DataType dtype,
 
 void DataListener::AwaitNextFrame(Connection& connection) {
   if (!PollingLeavesACore()) return;
-  const int64_t now = absl::GetCurrentTimeNanos();
+  const int64_t now = SteadyNanos();
   int64_t until = connection.poll_next_until_ns.load(std::memory_order_relaxed);
   // (The lock only where some step runs: this is on every frame's path.)
   if (running_calls_->load(std::memory_order_relaxed) > 0) {
@@ -569,9 +610,30 @@ bool DataListener::ServeOne(const std::shared_ptr<Connection>& connection,
       DF_LOG(Warning) << "data connection from " << connection->peer
                       << ": malformed frame (" << s.message()
                       << "); closing it";
+    } else if (absl::IsDeadlineExceeded(s)) {
+      DF_LOG(Warning) << "data connection from " << connection->peer << ": "
+                      << s.message() << "; closing it";
     }
     return false;
   }
+  try {
+    return ServeFrame(connection, turn, frame);
+  } catch (const std::exception& e) {
+    // The call's work threw (an allocation refused, a bug): the call fails,
+    // and the connection ends, as what follows its frame is unknown.
+    DF_LOG(Warning) << "data connection from " << connection->peer << ": call "
+                    << frame.call_id() << " threw (" << e.what()
+                    << "); closing it";
+    connection->Answer(
+        frame.call_id(),
+        absl::InternalError(
+            absl::StrCat("the call failed on the receiving task: ", e.what())));
+    return false;
+  }
+}
+
+bool DataListener::ServeFrame(const std::shared_ptr<Connection>& connection,
+                              uint64_t turn, proto::DataFrame& frame) {
   switch (frame.kind_case()) {
     case proto::DataFrame::kPush:
       return ServePush(connection, turn, frame);
@@ -598,8 +660,7 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
                              uint64_t turn, const proto::DataFrame& frame) {
   const uint64_t id = frame.call_id();
   const proto::PushTensorHeader& header = frame.push();
-  if (header.has_same_host() && header.offset() == 0 && handlers_.offer &&
-      frame.stripe_bytes().empty()) {
+  if (IsDataOffer(frame) && handlers_.offer) {
     // (The offer's handler checks the header, as for an offer over gRPC.)
     auto response = std::make_shared<proto::PushTensorResponse>();
     Working working(connection.get(), turn);
@@ -610,34 +671,36 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
     connection->PollForNextFrame(kNextPushPoll);
     return true;
   }
-  const int64_t total = header.total_bytes();
-  absl::StatusOr<PushedTensorSpec> spec = CheckPushHeader(header, total);
-  if (spec.ok() && (header.offset() != 0 || header.has_same_host() ||
-                    header.has_small_tensor())) {
-    spec = absl::InvalidArgumentError(
-        absl::StrCat("PushTensor '", header.key(),
-                     "': a data connection carries whole tensors of fixed-size "
-                     "types only"));
-  }
   std::vector<std::shared_ptr<Stripe>> stripes;
-  if (spec.ok() && !frame.stripe_bytes().empty()) {
-    if (absl::Status s = CheckStripes(*connection, frame, total, &stripes);
-        !s.ok()) {
-      spec = s;
-    }
+  {
+    absl::MutexLock lock(&connection->stripes_mu);
+    stripes = connection->stripes;
   }
-  if (!spec.ok()) {
+  absl::StatusOr<DataPush> push = CheckDataPush(frame, stripes.size());
+  if (!push.ok()) {
     DF_LOG(Warning) << "data connection from " << connection->peer << ": "
-                    << spec.status().message() << "; closing it";
-    connection->Answer(id, spec.status());
+                    << push.status().message() << "; closing it";
+    connection->Answer(id, push.status());
     return false;
   }
-  absl::StatusOr<Tensor> value = Allocate(spec->dtype, spec->shape, total);
+  stripes.resize(push->stripe_parts.size());
+  const int64_t total = push->total;
+  absl::StatusOr<Tensor> value;
+  Receiving receiving(this, total);
+  if (receiving.fits()) {
+    value = Allocate(push->dtype, push->shape, total);
+  } else {
+    value = absl::ResourceExhaustedError(
+        absl::StrCat("its ", total,
+                     " bytes would take the tensors this task receives at "
+                     "once past ",
+                     limits_.receiving_bytes, " bytes"));
+  }
   const int64_t start_ns = trace::SpanStart();
   // (Without a tensor the bytes are read past, so that the next call is
   // found.)
   if (!ReceiveBytes(
-          *connection, frame, total, stripes,
+          *connection, *push, stripes,
           value.ok() ? static_cast<char*>(value->raw_data()) : nullptr)) {
     return false;
   }
@@ -662,42 +725,15 @@ bool DataListener::ServePush(const std::shared_ptr<Connection>& connection,
   return true;
 }
 
-absl::Status DataListener::CheckStripes(
-    Connection& connection, const proto::DataFrame& frame, int64_t total,
-    std::vector<std::shared_ptr<Stripe>>* stripes) {
-  {
-    absl::MutexLock lock(&connection.stripes_mu);
-    *stripes = connection.stripes;
-  }
-  // (Each part is checked against what is left, so that no sum overflows.)
-  int64_t striped = 0;
-  bool fits = true;
-  for (const int64_t n : frame.stripe_bytes()) {
-    fits &= n >= 0 && n <= total - striped;
-    if (!fits) break;
-    striped += n;
-  }
-  if (static_cast<size_t>(frame.stripe_bytes_size()) > stripes->size() ||
-      !fits) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PushTensor '", frame.push().key(), "': its ",
-        frame.stripe_bytes_size(), " stripe part(s) do not fit a tensor of ",
-        total, " bytes on a connection with ", stripes->size(), " stripe(s)"));
-  }
-  stripes->resize(static_cast<size_t>(frame.stripe_bytes_size()));
-  return absl::OkStatus();
-}
-
 bool DataListener::ReceiveBytes(
-    Connection& connection, const proto::DataFrame& frame, int64_t total,
+    Connection& connection, const DataPush& push,
     const std::vector<std::shared_ptr<Stripe>>& stripes, char* into) {
   // The stripes read the last parts while this thread reads the first.
-  int64_t at = total;
-  for (const int64_t n : frame.stripe_bytes()) at -= n;
-  const int64_t first = at;
+  const int64_t first = push.first;
+  int64_t at = first;
   size_t posted = 0;
   for (; posted < stripes.size(); ++posted) {
-    const int64_t n = frame.stripe_bytes(static_cast<int>(posted));
+    const int64_t n = push.stripe_parts[posted];
     if (!stripes[posted]->Post(into != nullptr ? into + at : nullptr, n)) break;
     at += n;
   }
@@ -718,6 +754,10 @@ bool DataListener::ReceiveBytes(
   }
   if (s.ok() && !stripes.empty() && into != nullptr) {
     striped_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (absl::IsDeadlineExceeded(s)) {
+    DF_LOG(Warning) << "data connection from " << connection.peer << ": "
+                    << s.message() << " (a tensor's bytes); closing it";
   }
   return s.ok();
 }
@@ -769,13 +809,13 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
 DataListener* LazyDataListener::Get() {
   absl::MutexLock lock(&mu_);
   if (closed_) return nullptr;
-  if (listener_ == nullptr &&
-      absl::Now() - failed_at_ >= absl::Minutes(1)) {
+  if (listener_ == nullptr && (!failed_at_.has_value() ||
+                               SteadySince(*failed_at_) >= absl::Minutes(1))) {
     auto listener = DataListener::Create(host_, pool_, handlers_);
     if (listener.ok()) {
       listener_ = *std::move(listener);
     } else {
-      failed_at_ = absl::Now();
+      failed_at_ = SteadyNow();
       DF_LOG(Warning) << "task " << task_ << ": "
                       << listener.status().message()
                       << "; calls will come over gRPC (trying again in a "

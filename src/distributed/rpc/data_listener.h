@@ -17,11 +17,14 @@
 // frame that is not a call, or a push whose header does not describe a
 // tensor, gets INVALID_ARGUMENT naming the tensor and ends the connection
 // (its framing can no longer be trusted); a tensor that cannot be allocated
-// gets RESOURCE_EXHAUSTED, and the connection goes on.
+// gets RESOURCE_EXHAUSTED, and the connection goes on. A peer that stops in
+// the middle of a frame or of a tensor's bytes for DataStallTimeout()
+// (data_socket.h), or leaves an answer unread that long, is dropped, and so
+// is one whose call throws (the call is answered INTERNAL); each drop is
+// logged naming the peer's address.
 // When a connection ends, the steps of its RunGraph calls still running are
-// abandoned (their caller is gone). An answer that the sender leaves unread
-// for 30 s ends the connection; at most 512 sockets (a connection's stripes
-// count) are served at once.
+// abandoned (their caller is gone). At most 512 sockets (a connection's
+// stripes count) are served at once.
 #ifndef DISTFLOW_DISTRIBUTED_RPC_DATA_LISTENER_H_
 #define DISTFLOW_DISTRIBUTED_RPC_DATA_LISTENER_H_
 
@@ -29,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +42,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 #include "distflow/tensor.h"
+#include "distributed/rpc/data_frames.h"
 #include "distributed/rpc/data_socket.h"
 #include "distributed/rpc/recv_buffer_pool.h"
 #include "distributed/worker_interface.h"
@@ -80,6 +86,15 @@ inline constexpr absl::Duration kNextStepPoll = absl::Microseconds(200);
 inline constexpr absl::Duration kNextPushPoll = absl::Microseconds(500);
 inline constexpr absl::Duration kRunningStepPoll = absl::Milliseconds(2);
 
+// What a listener holds for its peers.
+struct DataListenerLimits {
+  // Bytes of pushed tensors being received at once, on all connections: a
+  // push that would take more is answered RESOURCE_EXHAUSTED (its bytes are
+  // read past). Each connection receives one tensor at a time, which a
+  // stalled peer holds only until DataStallTimeout() ends its connection.
+  int64_t receiving_bytes = static_cast<int64_t>(kMaxTensorBytes);
+};
+
 class DataListener {
  public:
   // What the task does with each call; `done` writes the answer.
@@ -109,7 +124,7 @@ class DataListener {
   // UNAVAILABLE naming the host when it cannot listen.
   static absl::StatusOr<std::unique_ptr<DataListener>> Create(
       const std::string& host, std::shared_ptr<RecvBufferPool> pool,
-      Handlers handlers);
+      Handlers handlers, DataListenerLimits limits = DataListenerLimits());
   // Close().
   ~DataListener();
   DataListener(const DataListener&) = delete;
@@ -134,7 +149,8 @@ class DataListener {
   struct Connection;
   struct Stripe;
   DataListener(int fd, int port, std::shared_ptr<RecvBufferPool> pool,
-               Handlers handlers);
+               Handlers handlers, DataListenerLimits limits);
+  class Receiving;
   class Working;
   void AcceptLoop();
   // Every kReadingHandOff, gives the reading of connections whose reader is
@@ -154,20 +170,17 @@ class DataListener {
   // Polls the connection for its next frame where one is due soon (see
   // kNextStepPoll), unless another reader is polling.
   void AwaitNextFrame(Connection& connection);
-  // Reads one call and hands it over; false when the connection is done.
+  // Reads one call and hands it over; false when the connection is done. A
+  // call that throws is answered INTERNAL and ends the connection.
   bool ServeOne(const std::shared_ptr<Connection>& connection, uint64_t turn);
+  bool ServeFrame(const std::shared_ptr<Connection>& connection, uint64_t turn,
+                  proto::DataFrame& frame);
   bool ServePush(const std::shared_ptr<Connection>& connection, uint64_t turn,
                  const proto::DataFrame& frame);
-  // Checks a push's stripe parts against the connection's stripes, and
-  // gives the stripes that carry them.
-  absl::Status CheckStripes(Connection& connection,
-                            const proto::DataFrame& frame, int64_t total,
-                            std::vector<std::shared_ptr<Stripe>>* stripes);
-  // Reads a push's `total` bytes into `into` (or past them, if null): the
-  // first part from the connection, the rest by `stripes`. False when the
-  // connection or a stripe broke.
-  bool ReceiveBytes(Connection& connection, const proto::DataFrame& frame,
-                    int64_t total,
+  // Reads a push's bytes into `into` (or past them, if null): the first part
+  // from the connection, the rest by `stripes`. False when the connection or
+  // a stripe broke (logged naming the peer).
+  bool ReceiveBytes(Connection& connection, const DataPush& push,
                     const std::vector<std::shared_ptr<Stripe>>& stripes,
                     char* into);
   // Attaches `socket`, whose hello names it a stripe, to its connection
@@ -188,12 +201,17 @@ class DataListener {
   // A receive buffer; RESOURCE_EXHAUSTED when there is no memory for it.
   absl::StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape,
                                   int64_t bytes);
+  // Counts `bytes` as being received, if they fit limits_.receiving_bytes.
+  bool Reserve(int64_t bytes);
 
   const int fd_;
   const int port_;
   const uint64_t token_;
   const std::shared_ptr<RecvBufferPool> pool_;
   const Handlers handlers_;
+  const DataListenerLimits limits_;
+  // Bytes of the tensors being received now (see DataListenerLimits).
+  std::atomic<int64_t> receiving_{0};
   std::thread acceptor_;
   std::thread watcher_;
   std::atomic<int64_t> received_{0};
@@ -264,7 +282,7 @@ class LazyDataListener {
   absl::Mutex mu_;
   std::unique_ptr<DataListener> listener_ ABSL_GUARDED_BY(mu_);
   // When making it last failed.
-  absl::Time failed_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::optional<SteadyTime> failed_at_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

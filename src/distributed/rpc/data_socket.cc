@@ -7,9 +7,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -19,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/thread_pool.h"
+#include "distributed/rpc/data_frames.h"
 #include "distributed/rpc/grpc_util.h"
 #include "distributed/rpc/tensor_wire.h"
 
@@ -26,6 +30,20 @@ namespace distflow {
 
 bool DataConnectionAllowedByEnv() {
   return EnabledByEnv("DISTFLOW_DATA_CONNECTION");
+}
+
+namespace {
+std::atomic<int64_t> stall_timeout_ns{int64_t{30} * 1'000'000'000};
+}  // namespace
+
+absl::Duration DataStallTimeout() {
+  return absl::Nanoseconds(stall_timeout_ns.load(std::memory_order_relaxed));
+}
+
+void SetDataStallTimeout(absl::Duration timeout) {
+  stall_timeout_ns.store(
+      std::max<int64_t>(absl::ToInt64Nanoseconds(timeout), 1'000'000),
+      std::memory_order_relaxed);
 }
 
 absl::Status SendAll(int fd, iovec* iov, int count) {
@@ -36,6 +54,12 @@ absl::Status SendAll(int fd, iovec* iov, int count) {
     const ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL);
     if (sent < 0) {
       if (errno == EINTR) continue;
+      // (The send timeout: see ConfigureDataSocket.)
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("the peer took no bytes for ",
+                         absl::FormatDuration(DataStallTimeout())));
+      }
       return absl::UnavailableError(std::strerror(errno));
     }
     size_t left = static_cast<size_t>(sent);
@@ -104,7 +128,7 @@ std::vector<int64_t> StripeParts(int64_t total, int sockets) {
 bool PollingLeavesACore() { return ThreadPool::HardwareThreads() > 1; }
 
 void PollUntilReadable(int fd, int64_t until_ns) {
-  while (absl::GetCurrentTimeNanos() < until_ns) {
+  while (SteadyNanos() < until_ns) {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, 0) != 0) return;
     // (Lets a thread that waits for this core run first.)
@@ -124,37 +148,103 @@ namespace {
 // sleep.
 constexpr int64_t kMidMessagePollNs = 50'000;
 
+// Waits until `fd` has something to read or `until_ns` (SteadyNanos) has
+// passed, then reads what there is, up to `n` bytes; -1 with errno ETIMEDOUT
+// when nothing came in time.
+ssize_t RecvBy(int fd, char* p, size_t n, int64_t until_ns) {
+  while (true) {
+    const ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
+    if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return got;
+    const int64_t left_ns = until_ns - SteadyNanos();
+    if (left_ns <= 0) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    pollfd p_fd{fd, POLLIN, 0};
+    const int64_t left_ms = std::min<int64_t>(left_ns / 1'000'000 + 1, INT_MAX);
+    if (poll(&p_fd, 1, static_cast<int>(left_ms)) < 0 && errno != EINTR) {
+      return -1;
+    }
+  }
+}
+
 // recv of up to `n` bytes that first polls for up to kMidMessagePollNs when
-// `poll_first`, then sleeps.
-ssize_t RecvSome(int fd, char* p, size_t n, bool poll_first) {
+// `poll_first`, then sleeps, until `until_ns` (SteadyNanos; none when 0).
+ssize_t RecvSome(int fd, char* p, size_t n, bool poll_first, int64_t until_ns) {
   if (poll_first) {
-    const int64_t until = absl::GetCurrentTimeNanos() + kMidMessagePollNs;
+    const int64_t until = SteadyNanos() + kMidMessagePollNs;
     do {
       const ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
       if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return got;
       sched_yield();  // (as in PollUntilReadable)
-    } while (absl::GetCurrentTimeNanos() < until);
+    } while (SteadyNanos() < until);
   }
+  if (until_ns != 0) return RecvBy(fd, p, n, until_ns);
   return recv(fd, p, n, 0);
 }
 
-}  // namespace
-
-absl::Status RecvAll(int fd, void* data, size_t n, bool rest_of_message) {
-  char* p = static_cast<char*>(data);
-  // A message's first bytes may be long in coming (the next call of a
-  // connection); once some have come, the rest follows at once.
-  bool mid_message = rest_of_message;
+// Reads exactly `n` bytes. Each wait for the next byte once `bounded` (from
+// the start when set, else from the first byte) ends after the stall
+// timeout; `whole_ns`, if not 0, is when all the bytes must have come.
+absl::Status RecvBytes(int fd, char* p, size_t n, bool mid_message, bool poll,
+                       bool bounded, int64_t whole_ns = 0) {
+  const int64_t stall_ns = absl::ToInt64Nanoseconds(DataStallTimeout());
   while (n > 0) {
-    const ssize_t got = RecvSome(fd, p, n, mid_message && PollingLeavesACore());
+    int64_t until_ns = 0;
+    if (bounded || mid_message) {
+      until_ns = SteadyNanos() + stall_ns;
+      if (whole_ns != 0) until_ns = std::min(until_ns, whole_ns);
+    }
+    const ssize_t got = RecvSome(
+        fd, p, n, poll && mid_message && PollingLeavesACore(), until_ns);
     if (got == 0) return absl::UnavailableError("closed by the peer");
     if (got < 0) {
       if (errno == EINTR) continue;
+      if (errno == ETIMEDOUT && until_ns != 0) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "the peer sent part of a message and then nothing for ",
+            absl::FormatDuration(DataStallTimeout())));
+      }
       return absl::UnavailableError(std::strerror(errno));
     }
     p += got;
     n -= static_cast<size_t>(got);
     mid_message = true;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RecvAll(int fd, void* data, size_t n, bool rest_of_message) {
+  // A message's first bytes may be long in coming (the next call of a
+  // connection); once some have come, the rest follows at once.
+  return RecvBytes(fd, static_cast<char*>(data), n, rest_of_message,
+                   /*poll=*/true, /*bounded=*/false);
+}
+
+absl::Status RecvDue(int fd, void* data, size_t n) {
+  return RecvBytes(fd, static_cast<char*>(data), n, /*mid_message=*/false,
+                   /*poll=*/false, /*bounded=*/true);
+}
+
+absl::Status RecvWithin(int fd, void* data, size_t n, absl::Duration within) {
+  return RecvBytes(fd, static_cast<char*>(data), n, /*mid_message=*/false,
+                   /*poll=*/false, /*bounded=*/true,
+                   SteadyNanos() + absl::ToInt64Nanoseconds(within));
+}
+
+absl::Status RecvGrowing(int fd, size_t n, std::string* out) {
+  // The buffer at most doubles ahead of the bytes that came.
+  constexpr size_t kFirstChunk = size_t{1} << 20;
+  out->clear();
+  while (out->size() < n) {
+    const size_t have = out->size();
+    const size_t grow = std::min(n - have, std::max(kFirstChunk, have));
+    out->resize(have + grow);
+    absl::Status s = RecvAll(fd, out->data() + have, grow,
+                             /*rest_of_message=*/true);
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -169,22 +259,31 @@ absl::Status SendFrame(int fd, const google::protobuf::MessageLite& header,
 
 absl::Status RecvFrameHeader(int fd, google::protobuf::MessageLite* header) {
   unsigned char length[4];
-  absl::Status s = RecvAll(fd, length, sizeof(length));
-  if (!s.ok()) return s;
-  const uint32_t n = length[0] | (length[1] << 8) | (length[2] << 16) |
-                     (static_cast<uint32_t>(length[3]) << 24);
-  if (n > kMaxDataFrameHeader) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a frame header of ", n, " bytes (at most ",
-                     kMaxDataFrameHeader, " are allowed)"));
+  absl::Status s = RecvAll(fd, length, 1);
+  // The rest of the header, once begun, must come whole within the stall
+  // timeout: a peer that trickles it cannot hold the reader.
+  const int64_t whole_ns =
+      SteadyNanos() + absl::ToInt64Nanoseconds(DataStallTimeout());
+  if (s.ok()) {
+    s = RecvBytes(fd, reinterpret_cast<char*>(length) + 1, 3,
+                  /*mid_message=*/true, /*poll=*/true, /*bounded=*/true,
+                  whole_ns);
   }
-  std::string bytes(n, '\0');
-  s = RecvAll(fd, bytes.data(), n, /*rest_of_message=*/true);
   if (!s.ok()) return s;
-  if (!header->ParseFromString(bytes)) {
-    return absl::InvalidArgumentError("a frame header that does not parse");
+  absl::StatusOr<uint32_t> n = DecodeFrameLength(length);
+  if (!n.ok()) return n.status();
+  // (Grown as the bytes come, in chunks: see RecvGrowing.)
+  std::string bytes;
+  constexpr size_t kChunk = size_t{64} << 10;
+  while (s.ok() && bytes.size() < *n) {
+    const size_t have = bytes.size();
+    const size_t grow = std::min<size_t>(*n - have, std::max(kChunk, have));
+    bytes.resize(have + grow);
+    s = RecvBytes(fd, bytes.data() + have, grow, /*mid_message=*/true,
+                  /*poll=*/true, /*bounded=*/true, whole_ns);
   }
-  return absl::OkStatus();
+  if (!s.ok()) return s;
+  return ParseFrameHeader(bytes, header);
 }
 
 void ConfigureDataSocket(int fd) {
@@ -201,6 +300,13 @@ void ConfigureDataSocket(int fd) {
   unsigned int unacknowledged_ms = 60'000;
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledged_ms,
              sizeof(unacknowledged_ms));
+  // A blocking write that the peer leaves without room this long fails
+  // (SendAll's DEADLINE_EXCEEDED); the kernel measures it on its monotonic
+  // clock.
+  const int64_t stall_us = absl::ToInt64Microseconds(DataStallTimeout());
+  timeval send_timeout{static_cast<time_t>(stall_us / 1'000'000),
+                       static_cast<suseconds_t>(stall_us % 1'000'000)};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
 }
 
 std::string BareHost(const std::string& host) {

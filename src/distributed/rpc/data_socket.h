@@ -48,6 +48,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
 #include "google/protobuf/message_lite.h"
 
 namespace distflow {
@@ -96,17 +98,42 @@ std::vector<int64_t> StripeParts(int64_t total, int sockets);
 // a shape, a RunGraph call a graph and a step: far less).
 inline constexpr uint32_t kMaxDataFrameHeader = uint32_t{1} << 20;
 
+// How long a peer may leave a message half sent, or leave this end's bytes
+// unread, before the connection is dropped: a sender writes each frame whole,
+// so a pause this long mid-frame means a stopped, hung or hostile peer, which
+// would otherwise pin a thread and the frame's buffer. 30 s by default; tests
+// shorten it. Applies to sockets configured (ConfigureDataSocket) after it is
+// set.
+absl::Duration DataStallTimeout();
+void SetDataStallTimeout(absl::Duration timeout);
+
 // Writes every byte of `iov` (which it advances), retrying short writes.
-// UNAVAILABLE with the system's reason when the connection fails.
+// UNAVAILABLE with the system's reason when the connection fails;
+// DEADLINE_EXCEEDED when the peer takes no bytes for DataStallTimeout() (on a
+// socket configured by ConfigureDataSocket).
 absl::Status SendAll(int fd, iovec* iov, int count);
 
 // Reads exactly `n` bytes into `data`. UNAVAILABLE when the connection fails
 // or the peer closes it ("closed by the peer"). Once part of a message has
 // come (some of these bytes, or, with `rest_of_message`, bytes before them),
 // it polls the socket briefly before it sleeps, as the rest is on its way
-// (see the definition).
+// (see the definition), and DEADLINE_EXCEEDED ends a wait of more than
+// DataStallTimeout() for the next byte. A message's first byte is waited for
+// without limit (calls come whenever steps run; keepalive probes notice a
+// dead host).
 absl::Status RecvAll(int fd, void* data, size_t n,
                      bool rest_of_message = false);
+// Reads exactly `n` bytes that are due now (a stripe's part of a push whose
+// frame has come): every wait for the next byte, the first included, is
+// limited to DataStallTimeout(), and it does not poll.
+absl::Status RecvDue(int fd, void* data, size_t n);
+// Reads exactly `n` bytes that must all come within `within` (a hello).
+absl::Status RecvWithin(int fd, void* data, size_t n, absl::Duration within);
+// Reads `n` bytes into `out` (replacing what it held), growing it as the
+// bytes arrive instead of allocating `n` up front: a peer that announces a
+// large message and sends little of it holds little memory. Waits as
+// RecvAll with `rest_of_message` does.
+absl::Status RecvGrowing(int fd, size_t n, std::string* out);
 
 // Whether this process may run on more than one core, so that a thread that
 // polls a socket instead of sleeping leaves the sender a core. On a virtual
@@ -116,8 +143,8 @@ absl::Status RecvAll(int fd, void* data, size_t n,
 bool PollingLeavesACore();
 
 // Polls `fd` until it has something to read (or has ended) or `until_ns`
-// (absl::GetCurrentTimeNanos) has passed, without sleeping; between looks it
-// yields the core to any thread waiting for it.
+// has passed, without sleeping; between looks it
+// yields the core to any thread waiting for it. (`until_ns`: SteadyNanos.)
 void PollUntilReadable(int fd, int64_t until_ns);
 
 // Sends [n][header] and then `n_data` bytes from `data`, as one write where
@@ -126,12 +153,16 @@ absl::Status SendFrame(int fd, const google::protobuf::MessageLite& header,
                        const void* data = nullptr, size_t n_data = 0);
 
 // Reads one [n][header] into `header`. INVALID_ARGUMENT for a header longer
-// than kMaxDataFrameHeader or one that does not parse.
+// than kMaxDataFrameHeader or one that does not parse (data_frames.h);
+// DEADLINE_EXCEEDED when the header, once begun, has not all come within
+// DataStallTimeout().
 absl::Status RecvFrameHeader(int fd, google::protobuf::MessageLite* header);
 
 // TCP_NODELAY, close-on-exec, keepalive probes and a limit on unacknowledged
 // bytes, so that a peer whose host died is noticed within about a minute,
-// whether or not a push is in flight.
+// whether or not a push is in flight; and a send timeout of
+// DataStallTimeout(), so that no write waits forever on a peer that reads
+// nothing.
 void ConfigureDataSocket(int fd);
 
 // The host of "host:port" (or of "[v6 address]:port") as getaddrinfo takes

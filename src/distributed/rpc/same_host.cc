@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -19,6 +20,7 @@
 #include "base/status_macros.h"
 #include "core/gathered_tensor.h"
 #include "distributed/rpc/grpc_util.h"
+#include "distributed/rpc/same_host_offer.h"
 
 namespace distflow {
 namespace {
@@ -66,8 +68,12 @@ absl::Status ReadProcessMemory(int64_t pid, uint64_t address, size_t length,
 absl::Status ReadProcessMemory(int64_t pid,
                                absl::Span<const RemoteRange> ranges,
                                void* out) {
-  size_t length = 0;
-  for (const RemoteRange& r : ranges) length += r.length;
+  // (A sum that wrapped would size the reads below past `out`.)
+  DF_ASSIGN_OR_RETURN(const size_t length, RangeBytes(ranges));
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read from process ", pid, ": no such pid"));
+  }
   char* dst = static_cast<char*>(out);
   // Progress: bytes copied, and the range and offset in it where the next
   // read starts (a read may stop early, at any byte).
@@ -75,11 +81,12 @@ absl::Status ReadProcessMemory(int64_t pid,
   while (done < length) {
     iovec remote[kMaxRangesPerRead];
     size_t count = 0, n = 0;
+    // (Never more than the bytes left of `out`.)
+    const size_t limit = std::min(kMaxBytesPerRead, length - done);
     for (size_t i = at, skip = into;
-         i < ranges.size() && count < kMaxRangesPerRead && n < kMaxBytesPerRead;
+         i < ranges.size() && count < kMaxRangesPerRead && n < limit;
          ++i, skip = 0) {
-      const size_t take =
-          std::min(ranges[i].length - skip, kMaxBytesPerRead - n);
+      const size_t take = std::min(ranges[i].length - skip, limit - n);
       if (take == 0) continue;
       remote[count++] = {reinterpret_cast<void*>(ranges[i].address + skip),
                          take};
@@ -130,8 +137,7 @@ std::vector<RemoteRange> SubRanges(absl::Span<const RemoteRange> ranges,
 absl::Status ReadProcessMemory(int64_t pid,
                                absl::Span<const RemoteRange> ranges, void* out,
                                ThreadPool* helpers) {
-  size_t length = 0;
-  for (const RemoteRange& r : ranges) length += r.length;
+  DF_ASSIGN_OR_RETURN(const size_t length, RangeBytes(ranges));
   const size_t parts =
       helpers == nullptr
           ? 1
@@ -223,21 +229,10 @@ absl::StatusOr<Tensor> MapOfferedTensor(int64_t pid, int arena_fd,
                                         absl::Span<const OfferedRange> ranges,
                                         DataType dtype,
                                         const TensorShape& shape) {
+  // (Every run a whole number of elements, their sum the tensor's bytes,
+  // checked without overflow: the copies below are sized from them.)
+  DF_RETURN_IF_ERROR(CheckOfferedRuns(ranges, dtype, shape).status());
   const size_t element = DataTypeSize(dtype);
-  size_t total = 0;
-  for (const OfferedRange& r : ranges) {
-    if (element == 0 || r.where.length % element != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a same-host run of ", r.where.length, " bytes is not a whole number "
-          "of ", DataTypeName(dtype), " elements"));
-    }
-    total += r.where.length;
-  }
-  if (total != static_cast<size_t>(shape.num_elements()) * element) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "same-host runs of ", total, " bytes in all do not hold a ",
-        DataTypeName(dtype), " tensor of shape ", shape.DebugString()));
-  }
   DF_ASSIGN_OR_RETURN(std::shared_ptr<AttachedArena> arena,
                       ArenaOf(pid, arena_fd, arena_token));
   // The runs in the arena are viewed where they lie; the others are copied
@@ -261,8 +256,14 @@ absl::StatusOr<Tensor> MapOfferedTensor(int64_t pid, int arena_fd,
                                                   r.where.length));
   }
   if (!copied.empty()) {
-    Tensor local = Tensor::Uninitialized(
-        dtype, TensorShape({static_cast<int64_t>(copied_bytes / element)}));
+    DF_ASSIGN_OR_RETURN(
+        Tensor local,
+        Tensor::Create(
+            dtype, TensorShape({static_cast<int64_t>(copied_bytes / element)}),
+            /*zero=*/false));
+    if (local.TotalBytes() != copied_bytes) {
+      return absl::InternalError("a same-host copy buffer of the wrong size");
+    }
     DF_RETURN_IF_ERROR(ReadProcessMemory(pid, copied, local.raw_data()));
     int64_t at = 0;
     for (size_t i = 0; i < ranges.size(); ++i) {
