@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/status_macros.h"
+#include "data/decoders.h"
 #include "data/gz_file.h"
 #include "distflow/data.h"
 
@@ -97,6 +98,15 @@ absl::StatusOr<CsvTable> ReadCsv(const std::string& path,
                                  const CsvOptions& options) {
   DF_RETURN_IF_ERROR(CheckColumnTypes(path, options.column_types));
   DF_ASSIGN_OR_RETURN(std::string content, internal::ReadFileToString(path));
+  return internal::ParseCsv(content, path, options);
+}
+
+namespace internal {
+
+absl::StatusOr<CsvTable> ParseCsv(absl::string_view content,
+                                  const std::string& path,
+                                  const CsvOptions& options) {
+  DF_RETURN_IF_ERROR(CheckColumnTypes(path, options.column_types));
 
   CsvTable table;
   std::vector<Column> columns;
@@ -171,6 +181,8 @@ absl::StatusOr<CsvTable> ReadCsv(const std::string& path,
     table.columns.push_back(column.ToTensor());
   return table;
 }
+
+}  // namespace internal
 
 absl::StatusOr<Tensor> StackColumns(const std::vector<Tensor>& columns) {
   if (columns.empty()) {

@@ -1,10 +1,13 @@
 // IDX files: the header is the magic (0, 0, type, rank), then rank big-endian
 // uint32 sizes; the payload follows with nothing after it.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "data/decoders.h"
 #include "data/gz_file.h"
 #include "distflow/data.h"
 
@@ -37,13 +40,33 @@ const char* IdxTypeName(uint8_t type) {
   }
 }
 
-}  // namespace
+// Bytes in memory, read the way GzFile reads an uncompressed file.
+class MemorySource {
+ public:
+  explicit MemorySource(absl::string_view bytes) : bytes_(bytes) {}
+  absl::StatusOr<size_t> Read(void* buffer, size_t n) {
+    n = std::min(n, bytes_.size() - pos_);
+    if (n > 0) std::memcpy(buffer, bytes_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  absl::StatusOr<int64_t> SkipToEnd() {
+    const size_t left = bytes_.size() - pos_;
+    pos_ = bytes_.size();
+    return static_cast<int64_t>(left);
+  }
+  std::string TruncationNote() const { return ""; }
+  bool compressed() const { return false; }
+  int64_t file_size() const { return static_cast<int64_t>(bytes_.size()); }
 
-absl::StatusOr<Tensor> ReadIdxFile(const std::string& path) {
-  auto opened = internal::GzFile::Open(path);
-  if (!opened.ok()) return opened.status();
-  internal::GzFile& file = **opened;
+ private:
+  absl::string_view bytes_;
+  size_t pos_ = 0;
+};
 
+// The IDX data of `file` (a GzFile or a MemorySource); errors name `path`.
+template <typename Source>
+absl::StatusOr<Tensor> DecodeIdxFrom(Source& file, const std::string& path) {
   uint8_t magic[4];
   absl::StatusOr<size_t> got = file.Read(magic, sizeof(magic));
   if (!got.ok()) return got.status();
@@ -106,7 +129,13 @@ absl::StatusOr<Tensor> ReadIdxFile(const std::string& path) {
         absl::StrCat(expectation, *found, file.TruncationNote()));
   }
 
-  Tensor tensor = Tensor::Uninitialized(DataType::kUInt8, *shape);
+  absl::StatusOr<Tensor> created =
+      Tensor::Create(DataType::kUInt8, *shape, /*zero=*/false);
+  if (!created.ok()) {
+    return absl::Status(created.status().code(),
+                        absl::StrCat(path, ": ", created.status().message()));
+  }
+  Tensor tensor = *std::move(created);
   got = file.Read(tensor.raw_data(), static_cast<size_t>(expected));
   if (!got.ok()) return got.status();
   if (static_cast<int64_t>(*got) < expected) {
@@ -127,5 +156,22 @@ absl::StatusOr<Tensor> ReadIdxFile(const std::string& path) {
   return tensor;
 }
 
+}  // namespace
+
+absl::StatusOr<Tensor> ReadIdxFile(const std::string& path) {
+  auto opened = internal::GzFile::Open(path);
+  if (!opened.ok()) return opened.status();
+  return DecodeIdxFrom(**opened, path);
+}
+
+namespace internal {
+
+absl::StatusOr<Tensor> DecodeIdx(absl::string_view bytes,
+                                 const std::string& path) {
+  MemorySource source(bytes);
+  return DecodeIdxFrom(source, path);
+}
+
+}  // namespace internal
 }  // namespace data
 }  // namespace distflow

@@ -13,6 +13,21 @@ namespace {
 
 // Beyond any real allocation; stops "n[0-999999999]" from eating the memory.
 constexpr size_t kMaxHosts = 1 << 20;
+// The names' text, all together: a million hosts of 32 characters. Without it
+// "n[0-999999]" after a 4 KiB literal would stand for 4 GiB.
+constexpr size_t kMaxHostBytes = size_t{32} << 20;
+
+size_t TotalBytes(const std::vector<std::string>& names) {
+  size_t total = 0;
+  for (const std::string& name : names) total += name.size();
+  return total;
+}
+
+absl::Status TooLong(absl::string_view entry) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "entry '", entry.substr(0, 200), entry.size() > 200 ? "...'" : "'",
+      " stands for more than ", kMaxHostBytes, " bytes of host names"));
+}
 
 bool AllDigits(absl::string_view s) {
   if (s.empty()) return false;
@@ -62,6 +77,7 @@ absl::StatusOr<std::vector<std::string>> ExpandBracket(absl::string_view body) {
 // every combination in order.
 absl::StatusOr<std::vector<std::string>> ExpandEntry(absl::string_view entry) {
   std::vector<std::string> hosts = {""};
+  size_t host_bytes = 0;  // TotalBytes(hosts)
   size_t pos = 0;
   while (pos < entry.size()) {
     const size_t open = entry.find('[', pos);
@@ -70,7 +86,14 @@ absl::StatusOr<std::vector<std::string>> ExpandEntry(absl::string_view entry) {
       return absl::InvalidArgumentError(
           absl::StrCat("entry '", entry, "' has a ']' without its '['"));
     }
+    // hosts.size() <= kMaxHosts and literal.size() < entry.size(): no
+    // overflow.
+    if (literal.size() > kMaxHostBytes ||
+        host_bytes + hosts.size() * literal.size() > kMaxHostBytes) {
+      return TooLong(entry);
+    }
     for (std::string& host : hosts) absl::StrAppend(&host, literal);
+    host_bytes += hosts.size() * literal.size();
     if (open == absl::string_view::npos) break;
     const size_t close = entry.find(']', open);
     if (close == absl::string_view::npos) {
@@ -92,6 +115,11 @@ absl::StatusOr<std::vector<std::string>> ExpandEntry(absl::string_view entry) {
       return absl::InvalidArgumentError(absl::StrCat(
           "entry '", entry, "' stands for more than ", kMaxHosts, " hosts"));
     }
+    // Each factor is at most kMaxHostBytes or kMaxHosts (2^25 * 2^20, and
+    // numbers of at most 18 digits): far from overflowing.
+    const size_t next_bytes =
+        host_bytes * numbers->size() + TotalBytes(*numbers) * hosts.size();
+    if (next_bytes > kMaxHostBytes) return TooLong(entry);
     std::vector<std::string> next;
     next.reserve(hosts.size() * numbers->size());
     for (const std::string& host : hosts) {
@@ -100,6 +128,7 @@ absl::StatusOr<std::vector<std::string>> ExpandEntry(absl::string_view entry) {
       }
     }
     hosts = std::move(next);
+    host_bytes = next_bytes;
     pos = close + 1;
   }
   return hosts;
@@ -128,6 +157,7 @@ absl::StatusOr<std::vector<std::string>> ExpandSlurmHostlist(
     }
   }
   std::vector<std::string> hosts;
+  size_t host_bytes = 0;
   for (absl::string_view entry : entries) {
     if (entry.empty()) return fail("has an empty entry (two commas in a row?)");
     if (entry.find_first_of(" \t\n") != absl::string_view::npos) {
@@ -137,6 +167,11 @@ absl::StatusOr<std::vector<std::string>> ExpandSlurmHostlist(
     if (!expanded.ok()) return fail(expanded.status().message());
     if (hosts.size() + expanded->size() > kMaxHosts) {
       return fail(absl::StrCat("stands for more than ", kMaxHosts, " hosts"));
+    }
+    host_bytes += TotalBytes(*expanded);
+    if (host_bytes > kMaxHostBytes) {
+      return fail(absl::StrCat("stands for more than ", kMaxHostBytes,
+                               " bytes of host names"));
     }
     for (std::string& host : *expanded) hosts.push_back(std::move(host));
   }

@@ -22,7 +22,7 @@ namespace distflow {
 // expand to every combination, the leftmost group varying slowest, as Slurm
 // does. INVALID_ARGUMENT naming the hostlist and the fault for an unclosed or
 // empty bracket, a non-numeric or descending range, an empty entry, or more
-// than a million hosts.
+// than a million hosts or 32 MiB of host names.
 absl::StatusOr<std::vector<std::string>> ExpandSlurmHostlist(
     absl::string_view hostlist);
 

@@ -107,5 +107,22 @@ TEST(SlurmTaskCountsTest, MalformedCountsNameTheItem) {
   }
 }
 
+// A long name times many numbers is gigabytes of text from a short value:
+// refused before it is built, in one group, across groups and across entries.
+TEST(SlurmHostlistTest, HostNamesBeyond32MiBAreRefused) {
+  const std::string prefix(4096, 'n');
+  for (const std::string& hostlist :
+       {prefix + "[0-999999]", "[0-999]" + prefix + "[0-999]",
+        prefix + "[0-4999]," + prefix + "x[0-4999]"}) {
+    auto hosts = ExpandSlurmHostlist(hostlist);
+    EXPECT_EQ(hosts.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(hosts.status().message(), HasSubstr("bytes of host names"));
+  }
+  // Just under the limit still expands.
+  auto hosts = ExpandSlurmHostlist(std::string(20, 'n') + "[000000-999999]");
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
+  EXPECT_EQ(hosts->size(), 1000000u);
+}
+
 }  // namespace
 }  // namespace distflow

@@ -98,7 +98,10 @@ class RestoreShardOp : public CheckpointShardKernel {
       }
       auto value = reader->Read(name);
       DF_OP_REQUIRES_OK(ctx, value.status());
-      const ResourceHandle& h = ctx->input(i + 1).scalar<ResourceHandle>();
+      auto handle = ScalarHandle(ctx->input(i + 1),
+                                 absl::StrCat("the handle of '", name, "'"));
+      DF_OP_REQUIRES_OK(ctx, handle.status());
+      const ResourceHandle& h = **handle;
       DF_OP_REQUIRES(
           ctx, value->dtype() == h.dtype,
           absl::InvalidArgumentError(absl::StrCat(

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "core/safetensors.h"
 #include "nlohmann/json.hpp"
@@ -20,11 +21,31 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr char kStateFileName[] = "checkpoint";
+constexpr char kStateLockFileName[] = "checkpoint.lock";
+// The state file is no secret (it lists file names): the group may read it.
+constexpr int kStateFileMode = 0640;
 
-absl::StatusOr<Json> ParseJsonFile(const std::string& path,
-                                   absl::string_view what) {
-  DF_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+// The contents of `path`, refused (DATA_LOSS) beyond `max_bytes`.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path,
+                                          uint64_t max_bytes,
+                                          absl::string_view what) {
+  DF_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                      RandomAccessFile::Open(path));
+  if (file->size() > max_bytes) {
+    return absl::DataLossError(absl::StrCat(
+        what, " '", path, "' is ", file->size(), " bytes, more than the ",
+        max_bytes, " such a file can hold: the file is damaged"));
+  }
+  std::string text(file->size(), '\0');
+  DF_RETURN_IF_ERROR(file->ReadAt(0, text.size(), text.data()));
+  return text;
+}
+
+absl::StatusOr<Json> ParseJsonObject(absl::string_view text,
+                                     const std::string& path,
+                                     absl::string_view what) {
+  Json json = Json::parse(text.begin(), text.end(), nullptr,
+                          /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return absl::DataLossError(absl::StrCat(what, " '", path,
                                             "' is not a JSON object: the file "
@@ -42,9 +63,9 @@ absl::Status BadField(const std::string& path, absl::string_view field) {
 }  // namespace
 
 std::string ShardFileName(const std::string& prefix_name, int shard,
-                          int num_shards) {
-  return absl::StrFormat("%s.shard-%05d-of-%05d.safetensors", prefix_name,
-                         shard, num_shards);
+                          int num_shards, const std::string& tag) {
+  return absl::StrFormat("%s.shard-%05d-of-%05d%s.safetensors", prefix_name,
+                         shard, num_shards, tag.empty() ? "" : "." + tag);
 }
 
 std::string IndexPath(const std::string& prefix) {
@@ -67,7 +88,16 @@ absl::Status WriteCheckpointIndex(const std::string& path,
 }
 
 absl::StatusOr<CheckpointIndex> ReadCheckpointIndex(const std::string& path) {
-  DF_ASSIGN_OR_RETURN(Json json, ParseJsonFile(path, "checkpoint index"));
+  DF_ASSIGN_OR_RETURN(
+      std::string text,
+      ReadSmallFile(path, kMaxCheckpointIndexBytes, "checkpoint index"));
+  return ParseCheckpointIndex(text, path);
+}
+
+absl::StatusOr<CheckpointIndex> ParseCheckpointIndex(absl::string_view text,
+                                                     const std::string& path) {
+  DF_ASSIGN_OR_RETURN(Json json,
+                      ParseJsonObject(text, path, "checkpoint index"));
   const Json& version = json["format_version"];
   if (!version.is_number_integer() || version.get<int64_t>() < 1) {
     return BadField(path, "format_version");
@@ -125,22 +155,51 @@ std::string CheckpointStatePath(const std::string& dir) {
   return absl::StrCat(dir, "/", kStateFileName);
 }
 
+std::string CheckpointStateLockPath(const std::string& dir) {
+  return absl::StrCat(dir, "/", kStateLockFileName);
+}
+
 absl::Status WriteCheckpointState(const std::string& dir,
                                   const CheckpointState& state) {
   const Json json = {
       {"latest", state.prefixes.empty() ? "" : state.prefixes.back()},
       {"all", state.prefixes}};
-  return WriteFileAtomically(CheckpointStatePath(dir), json.dump(1) + "\n");
+  return WriteFileAtomically(CheckpointStatePath(dir), json.dump(1) + "\n",
+                             kStateFileMode);
+}
+
+absl::Status UpdateCheckpointState(
+    const std::string& dir,
+    const std::function<void(CheckpointState*)>& update) {
+  DF_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock,
+                      FileLock::Acquire(CheckpointStateLockPath(dir)));
+  auto state = ReadCheckpointState(dir);
+  if (!state.ok()) {
+    if (!absl::IsNotFound(state.status())) {
+      DF_LOG(Warning) << "starting a new list of checkpoints: "
+                      << state.status();
+    }
+    state = CheckpointState();
+  }
+  update(&*state);
+  return WriteCheckpointState(dir, *state);
 }
 
 absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir) {
   const std::string path = CheckpointStatePath(dir);
-  auto json = ParseJsonFile(path, "checkpoint state");
-  if (absl::IsNotFound(json.status())) {
+  auto text = ReadSmallFile(path, kMaxCheckpointStateBytes, "checkpoint state");
+  if (absl::IsNotFound(text.status())) {
     return absl::NotFoundError(absl::StrCat("no checkpoint in '", dir,
                                             "': it has no file '",
                                             kStateFileName, "' naming one"));
   }
+  DF_RETURN_IF_ERROR(text.status());
+  return ParseCheckpointState(*text, path);
+}
+
+absl::StatusOr<CheckpointState> ParseCheckpointState(absl::string_view text,
+                                                     const std::string& path) {
+  auto json = ParseJsonObject(text, path, "checkpoint state");
   DF_RETURN_IF_ERROR(json.status());
   CheckpointState state;
   const Json& all = (*json)["all"];
@@ -192,6 +251,33 @@ absl::Status DeleteCheckpointFiles(const std::string& dir,
   std::stable_partition(doomed.begin(), doomed.end(), [&](const auto& p) {
     return p.filename().string() == index_name;
   });
+  for (const auto& p : doomed) {
+    if (!std::filesystem::remove(p, error) && error) {
+      return absl::InternalError(
+          absl::StrCat("cannot remove '", p.string(), "': ", error.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeleteStaleShards(const std::string& dir,
+                               const std::string& prefix_name,
+                               const std::vector<std::string>& current) {
+  const std::string shard_start = prefix_name + ".shard-";
+  std::error_code error;
+  std::vector<std::filesystem::path> doomed;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (absl::StartsWith(name, shard_start) &&
+        !absl::StrContains(name, ".tmp-") &&
+        std::find(current.begin(), current.end(), name) == current.end()) {
+      doomed.push_back(entry.path());
+    }
+  }
+  if (error) {
+    return absl::InternalError(absl::StrCat(
+        "cannot list checkpoint directory '", dir, "': ", error.message()));
+  }
   for (const auto& p : doomed) {
     if (!std::filesystem::remove(p, error) && error) {
       return absl::InternalError(

@@ -1,10 +1,17 @@
 #include "train/checkpoint_files.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +32,9 @@ std::string TestDir() {
 TEST(CheckpointFilesTest, Names) {
   EXPECT_EQ(ShardFileName("model.ckpt-7", 1, 3),
             "model.ckpt-7.shard-00001-of-00003.safetensors");
+  EXPECT_EQ(ShardFileName("model.ckpt-7", 1, 3, "00ff"),
+            "model.ckpt-7.shard-00001-of-00003.00ff.safetensors");
+  EXPECT_EQ(CheckpointStateLockPath("/d"), "/d/checkpoint.lock");
   EXPECT_EQ(IndexPath("/d/model.ckpt-7"), "/d/model.ckpt-7.index.json");
   EXPECT_EQ(CheckpointStatePath("/d"), "/d/checkpoint");
 }
@@ -105,6 +115,86 @@ TEST(CheckpointFilesTest, DeleteRemovesOneCheckpointOnly) {
   std::sort(left.begin(), left.end());
   EXPECT_THAT(left, ElementsAre("checkpoint", "m-10.index.json",
                                 "m-10.shard-00000-of-00001.safetensors"));
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Several writers of one directory's state (threads here; processes and
+// hosts take the same flock) each read, change and write the list: none may
+// lose another's entry.
+TEST(CheckpointFilesTest, ConcurrentUpdatesOfTheStateLoseNothing) {
+  const std::string dir = TestDir();
+  constexpr int kWriters = 6;
+  constexpr int kEach = 15;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < kEach; ++i) {
+        absl::Status s = UpdateCheckpointState(dir, [&](CheckpointState* st) {
+          // Widens the window between the read and the write.
+          std::this_thread::sleep_for(std::chrono::microseconds(300));
+          st->prefixes.push_back(absl::StrCat("w", w, "-", i));
+        });
+        ASSERT_TRUE(s.ok()) << s;
+      }
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  auto state = ReadCheckpointState(dir);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(
+      std::set<std::string>(state->prefixes.begin(), state->prefixes.end())
+          .size(),
+      size_t{kWriters * kEach});
+  struct stat st;
+  ASSERT_EQ(::stat(CheckpointStatePath(dir).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  ASSERT_EQ(::stat(CheckpointStateLockPath(dir).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+}
+
+TEST(CheckpointFilesTest, UpdateOfADamagedStateStartsANewList) {
+  const std::string dir = TestDir();
+  ASSERT_TRUE(WriteFileAtomically(CheckpointStatePath(dir), "{").ok());
+  ASSERT_TRUE(UpdateCheckpointState(dir, [](CheckpointState* st) {
+                EXPECT_TRUE(st->prefixes.empty());
+                st->prefixes.push_back("m-1");
+              }).ok());
+  EXPECT_THAT(ReadCheckpointState(dir)->prefixes, ElementsAre("m-1"));
+}
+
+TEST(CheckpointFilesTest, UpdateThatCannotLockNamesTheLockFile) {
+  const std::string dir = TestDir() + "/absent";
+  absl::Status s = UpdateCheckpointState(dir, [](CheckpointState*) {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr(CheckpointStateLockPath(dir)));
+}
+
+TEST(CheckpointFilesTest, DeleteStaleShardsKeepsTheCurrentOnesAndOtherSteps) {
+  const std::string dir = TestDir();
+  for (const char* name :
+       {"m-1.index.json", "m-1.shard-00000-of-00001.safetensors",
+        "m-1.shard-00000-of-00001.abcd.safetensors",
+        "m-1.shard-00000-of-00001.ef01.safetensors.tmp-0123456789abcdef",
+        "m-10.shard-00000-of-00001.safetensors"}) {
+    ASSERT_TRUE(WriteFileAtomically(dir + "/" + name, "x").ok());
+  }
+  ASSERT_TRUE(DeleteStaleShards(dir, "m-1",
+                                {"m-1.shard-00000-of-00001.abcd.safetensors"})
+                  .ok());
+  EXPECT_THAT(
+      Entries(dir),
+      ElementsAre(
+          "m-1.index.json", "m-1.shard-00000-of-00001.abcd.safetensors",
+          "m-1.shard-00000-of-00001.ef01.safetensors.tmp-0123456789abcdef",
+          "m-10.shard-00000-of-00001.safetensors"));
 }
 
 }  // namespace

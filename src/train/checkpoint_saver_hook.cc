@@ -6,6 +6,7 @@
 #include "distflow/train/hooks.h"
 #include "distflow/train/saver.h"
 #include "train/hook_util.h"
+#include "train/session_manager.h"
 
 namespace distflow {
 namespace train {
@@ -60,7 +61,18 @@ absl::Status CheckpointSaverHook::AfterRun(SessionRunContext* context,
   DF_ASSIGN_OR_RETURN(int64_t step,
                       ReadGlobalStep(context->session(), global_step_));
   if (!timer_.Due(step)) return absl::OkStatus();
-  return Save(context->session(), step);
+  absl::Status s = Save(context->session(), step);
+  // A task that went away is the session's to recover from. Anything else (a
+  // full disk, a directory that went read-only) costs this checkpoint only:
+  // training goes on and the next interval tries again.
+  if (s.ok() || IsRecoverable(s)) return s;
+  DF_LOG(Warning) << "CheckpointSaverHook: no checkpoint in '"
+                  << options_.checkpoint_dir << "' at global step " << step
+                  << "; training goes on and the next save is tried in one "
+                     "interval: "
+                  << s;
+  timer_.Fire(step);
+  return absl::OkStatus();
 }
 
 absl::Status CheckpointSaverHook::End(ClientSession* session) {

@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -67,6 +69,10 @@ TEST(RecordIoTest, WritesFramingAndReadsBack) {
   EXPECT_EQ((*records)[0], "hello");
   EXPECT_EQ((*records)[1], "");
   EXPECT_EQ((*records)[2], big);
+  // Event files: the owner and the group (TensorBoard) may read them.
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
 }
 
 TEST(RecordIoTest, RecordsReachTheFileOnFlushOnly) {

@@ -28,6 +28,11 @@ absl::StatusOr<std::vector<std::string>> ReadRecords(const std::string& path) {
         absl::StrCat("cannot read record file '", path, "'"));
   }
 
+  return ParseRecords(bytes, path);
+}
+
+absl::StatusOr<std::vector<std::string>> ParseRecords(absl::string_view bytes,
+                                                      const std::string& path) {
   std::vector<std::string> records;
   size_t offset = 0;
   auto corrupt = [&](absl::string_view what) {

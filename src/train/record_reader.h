@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace distflow {
 namespace train {
@@ -16,6 +17,11 @@ namespace train {
 // short (as a killed writer may leave at the end); NOT_FOUND or another
 // error naming the file if it cannot be read.
 absl::StatusOr<std::vector<std::string>> ReadRecords(const std::string& path);
+
+// The records of `bytes`, the contents of a record file, checked as
+// ReadRecords checks them; errors name `path`.
+absl::StatusOr<std::vector<std::string>> ParseRecords(absl::string_view bytes,
+                                                      const std::string& path);
 
 }  // namespace train
 }  // namespace distflow

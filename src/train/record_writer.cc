@@ -39,8 +39,10 @@ void AppendMaskedCrc(const char* data, size_t n, std::string* out) {
 
 absl::StatusOr<std::unique_ptr<RecordWriter>> RecordWriter::Create(
     const std::string& path) {
+  // Event files are read by TensorBoard, often as a group member: 0640, but
+  // not for everyone.
   const int fd =
-      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
   if (fd < 0) return ErrnoError(errno, "create record file", path);
   return std::unique_ptr<RecordWriter>(new RecordWriter(path, fd));
 }

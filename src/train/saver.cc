@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <system_error>
 #include <utility>
 
@@ -42,6 +43,13 @@ std::string DirOf(const std::string& prefix) {
 
 std::string JoinPath(const std::string& dir, const std::string& name) {
   return (std::filesystem::path(dir) / name).string();
+}
+
+// A name part that no other save uses.
+std::string NewSaveTag() {
+  std::random_device random;
+  const uint64_t bits = (uint64_t{random()} << 32) | random();
+  return absl::StrCat(absl::Hex(bits, absl::kZeroPad16));
 }
 
 }  // namespace
@@ -116,28 +124,38 @@ absl::StatusOr<std::string> Saver::Save(ClientSession* session,
   const std::string prefix_name =
       absl::StrCat(options_.basename, "-", global_step);
   const std::string prefix = JoinPath(dir, prefix_name);
+  const std::string index_path = IndexPath(prefix);
   const int n = num_shards();
 
+  // A checkpoint of this step that is already committed (its index exists)
+  // must stay whole until the new one is: this save writes shards of other
+  // names, and the new index replaces the old one in one rename.
+  std::string tag;
+  if (std::filesystem::exists(index_path, error)) tag = NewSaveTag();
   CheckpointIndex index;
   index.global_step = global_step;
   ClientSession::FeedDict feeds;
   std::vector<Operation> targets;
   for (int i = 0; i < n; ++i) {
-    index.shards.push_back(ShardFileName(prefix_name, i, n));
+    index.shards.push_back(ShardFileName(prefix_name, i, n, tag));
     feeds.emplace_back(shards_[i].save_path,
                        Tensor::Scalar(JoinPath(dir, index.shards[i])));
     targets.push_back(shards_[i].save);
   }
-  auto saved = session->Run(feeds, {}, targets);
-  // A failure leaves no new index, so the shards written so far are never
-  // taken for a checkpoint; remove them anyway. A failed save of a step saved
-  // before removes that older checkpoint too: its shards may have been
-  // replaced in part, and a mix of two saves would restore silently.
-  // RestoreLatest then falls back to the previous checkpoint.
+  // A failure removes the shards this save wrote, which no index names, so
+  // that they are never taken for a checkpoint, unless the index naming them
+  // made it to disk before the error (a failed flush of the directory).
   auto fail = [&](const absl::Status& s) {
-    (void)DeleteCheckpointFiles(dir, prefix_name);
+    auto on_disk = ReadCheckpointIndex(index_path);
+    if (!on_disk.ok() || on_disk->shards != index.shards) {
+      for (const std::string& shard : index.shards) {
+        std::error_code ignored;
+        std::filesystem::remove(JoinPath(dir, shard), ignored);
+      }
+    }
     return AddErrorContext(s, absl::StrCat("saving checkpoint '", prefix, "'"));
   };
+  auto saved = session->Run(feeds, {}, targets);
   if (!saved.ok()) return fail(saved.status());
 
   // The index comes from the shards' headers (small), read back here: so the
@@ -157,37 +175,42 @@ absl::StatusOr<std::string> Saver::Save(ClientSession* session,
       index.tensors[e.name] = {i, e.dtype, e.shape};
     }
   }
-  absl::Status s = WriteCheckpointIndex(IndexPath(prefix), index);
+  absl::Status s = WriteCheckpointIndex(index_path, index);
   if (!s.ok()) return fail(s);
+  // Committed: the files of an earlier save of this step are garbage now.
+  if (!tag.empty()) {
+    s = DeleteStaleShards(dir, prefix_name, index.shards);
+    if (!s.ok()) DF_LOG(Warning) << "keeping stale checkpoint files: " << s;
+  }
   DF_RETURN_IF_ERROR(UpdateCheckpointState(dir, prefix_name));
   return prefix;
 }
 
 absl::Status Saver::UpdateCheckpointState(const std::string& dir,
                                           const std::string& prefix_name) {
-  auto state = ReadCheckpointState(dir);
-  if (!state.ok()) {
-    if (!absl::IsNotFound(state.status())) {
-      DF_LOG(Warning) << "starting a new list of checkpoints: "
-                      << state.status();
-    }
-    state = CheckpointState();
-  }
-  std::vector<std::string>& kept = state->prefixes;
-  kept.erase(std::remove(kept.begin(), kept.end(), prefix_name), kept.end());
-  kept.push_back(prefix_name);
   std::vector<std::string> dropped;
-  if (options_.max_to_keep > 0 && kept.size() > options_.max_to_keep) {
-    const size_t excess = kept.size() - options_.max_to_keep;
-    dropped.assign(kept.begin(), kept.begin() + excess);
-    kept.erase(kept.begin(), kept.begin() + excess);
+  absl::Status s =
+      train::UpdateCheckpointState(dir, [&](CheckpointState* state) {
+        std::vector<std::string>& kept = state->prefixes;
+        kept.erase(std::remove(kept.begin(), kept.end(), prefix_name),
+                   kept.end());
+        kept.push_back(prefix_name);
+        if (options_.max_to_keep > 0 && kept.size() > options_.max_to_keep) {
+          const size_t excess = kept.size() - options_.max_to_keep;
+          dropped.assign(kept.begin(), kept.begin() + excess);
+          kept.erase(kept.begin(), kept.begin() + excess);
+        }
+      });
+  // The new list is on disk before old files go, so it never names a deleted
+  // checkpoint; if it is not, nothing goes.
+  if (!s.ok()) {
+    return AddErrorContext(
+        s, absl::StrCat("listing checkpoint '", prefix_name,
+                        "' in the checkpoint file of '", dir, "'"));
   }
-  // The new list goes to disk before old files go, so it never names a
-  // deleted checkpoint.
-  DF_RETURN_IF_ERROR(WriteCheckpointState(dir, *state));
   for (const std::string& old : dropped) {
     // A stale checkpoint left behind only costs space: report and go on.
-    absl::Status s = DeleteCheckpointFiles(dir, old);
+    s = DeleteCheckpointFiles(dir, old);
     if (!s.ok()) DF_LOG(Warning) << "keeping old checkpoint files: " << s;
   }
   return absl::OkStatus();

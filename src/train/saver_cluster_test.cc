@@ -107,10 +107,11 @@ TEST_F(SaverClusterTest, EachPsTaskWritesItsOwnShard) {
     files.push_back(e.path().filename().string());
   }
   std::sort(files.begin(), files.end());
-  EXPECT_THAT(files,
-              ElementsAre("checkpoint", "model.ckpt-9.index.json",
-                          "model.ckpt-9.shard-00000-of-00002.safetensors",
-                          "model.ckpt-9.shard-00001-of-00002.safetensors"));
+  EXPECT_THAT(
+      files,
+      ElementsAre("checkpoint", "checkpoint.lock", "model.ckpt-9.index.json",
+                  "model.ckpt-9.shard-00000-of-00002.safetensors",
+                  "model.ckpt-9.shard-00001-of-00002.safetensors"));
   // Shard i holds exactly the variables of ps task i: a SaveShard can read
   // only the variables of the task it runs on.
   EXPECT_THAT(TensorsOf(prefix_ + ".shard-00000-of-00002.safetensors"),

@@ -91,9 +91,10 @@ TEST(SaverTest, SavesOneShardIndexAndCheckpointFile) {
   auto prefix = (*saver)->Save(session->get(), dir, 42);
   ASSERT_TRUE(prefix.ok()) << prefix.status();
   EXPECT_EQ(*prefix, dir + "/model.ckpt-42");
-  EXPECT_THAT(Files(dir),
-              ElementsAre("checkpoint", "model.ckpt-42.index.json",
-                          "model.ckpt-42.shard-00000-of-00001.safetensors"));
+  EXPECT_THAT(
+      Files(dir),
+      ElementsAre("checkpoint", "checkpoint.lock", "model.ckpt-42.index.json",
+                  "model.ckpt-42.shard-00000-of-00001.safetensors"));
   EXPECT_EQ(*LatestCheckpoint(dir), *prefix);
 
   auto index = ReadCheckpointIndex(IndexPath(*prefix));
@@ -156,7 +157,7 @@ TEST(SaverTest, KeepsOnlyTheNewestMaxToKeep) {
     ASSERT_TRUE((*saver)->Save(session->get(), dir, step).ok());
   }
   EXPECT_THAT(Files(dir),
-              ElementsAre("checkpoint", "mlp-200.index.json",
+              ElementsAre("checkpoint", "checkpoint.lock", "mlp-200.index.json",
                           "mlp-200.shard-00000-of-00001.safetensors",
                           "mlp-300.index.json",
                           "mlp-300.shard-00000-of-00001.safetensors"));

@@ -55,8 +55,13 @@ class Saver {
 
   // Writes the checkpoint <dir>/<basename>-<global_step> (one shard file per
   // device, then the index, then the `checkpoint` file naming it, each through
-  // a temporary name and a rename), creating `dir` if needed; removes the
-  // oldest checkpoints beyond max_to_keep. Returns the prefix.
+  // a temporary name, an fsync, a rename and an fsync of the directory),
+  // creating `dir` if needed; then removes the oldest checkpoints beyond
+  // max_to_keep. Shard and index files are private to the owner (0600). The
+  // `checkpoint` file is updated under a lock, so two savers of one
+  // directory keep both their checkpoints. A failed save removes only the
+  // files it wrote: a checkpoint saved before, of this step too, stays whole.
+  // Returns the prefix.
   absl::StatusOr<std::string> Save(ClientSession* session,
                                    const std::string& dir, int64_t global_step);
 
