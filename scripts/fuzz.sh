@@ -38,6 +38,7 @@ run() {
   cp -r "fuzz/corpus/$name/." "$work/corpus/" 2>/dev/null || true
   local status=0
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp \
     "$BUILD_DIR/fuzz/fuzz_$name" "$limit" -rss_limit_mb=4096 -timeout=25 -print_final_stats=1 \
     -artifact_prefix="$ARTIFACTS/$name-" "$work/corpus" >"$log" 2>&1 || status=$?
   local execs

@@ -84,9 +84,18 @@ Tensor Reference(const std::string& name, const Tensor& x,
           : count == 0           ? 0  // documented: no trap
                                  : std::trunc(v / count);
     }
-    if (std::is_integral_v<T> && std::isinf(v))
-      v = v > 0 ? static_cast<double>(std::numeric_limits<T>::max())
-                : static_cast<double>(std::numeric_limits<T>::lowest());
+    // Integers saturate: a double at or past 2^63 does not convert to int64
+    // (max() itself rounds up to 2^63 as a double).
+    if constexpr (std::is_integral_v<T>) {
+      if (v >= static_cast<double>(std::numeric_limits<T>::max())) {
+        out.flat<T>()[o] = std::numeric_limits<T>::max();
+        continue;
+      }
+      if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) {
+        out.flat<T>()[o] = std::numeric_limits<T>::lowest();
+        continue;
+      }
+    }
     out.flat<T>()[o] = static_cast<T>(v);
   }
   return out;

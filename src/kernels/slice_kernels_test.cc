@@ -99,12 +99,15 @@ TEST(SliceTest, OnlyASliceOfAVectorIsCheap) {
 
 TEST(PadTest, MatchesNaiveLoop) {
   uint32_t seed = 1;
-  for (const auto& [dims, pads] :
+  // (Not a structured binding: lambdas below capture the two.)
+  for (const auto& test :
        std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
            {{3}, {1, 2}},
            {{2, 3}, {0, 1, 2, 0}},
            {{2, 3, 4}, {1, 1, 0, 0, 2, 3}},
            {{0, 2}, {1, 1, 1, 1}}}) {
+    const std::vector<int64_t>& dims = test.first;
+    const std::vector<int64_t>& pads = test.second;
     const Tensor x = RandomTensor<double>(*TensorShape::FromDims(dims), seed++);
     std::vector<int64_t> out_dims;
     for (size_t d = 0; d < dims.size(); ++d) {
@@ -129,13 +132,15 @@ TEST(PadTest, MatchesNaiveLoop) {
 
 TEST(TileTest, MatchesNaiveLoop) {
   uint32_t seed = 1;
-  for (const auto& [dims, m] :
+  for (const auto& test :
        std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
            {{3}, {4}},
            {{2, 3}, {2, 1}},
            {{2, 3}, {1, 3}},
            {{2, 1, 3}, {2, 5, 2}},
            {{2, 3}, {0, 2}}}) {
+    const std::vector<int64_t>& dims = test.first;
+    const std::vector<int64_t>& m = test.second;
     const Tensor x =
         RandomTensor<int32_t>(*TensorShape::FromDims(dims), seed++);
     std::vector<int64_t> out_dims;

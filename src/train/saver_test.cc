@@ -337,7 +337,7 @@ TEST(SaverTest, NumpyReadsTheShardWithoutDistflow) {
   EXPECT_EQ(json["layer1/bias"]["values"], nlohmann::json({0.5, -0.5, 1e-3}));
   EXPECT_EQ(json["global_step"]["dtype"], "int64");
   EXPECT_EQ(json["global_step"]["shape"], nlohmann::json::array());
-  EXPECT_EQ(json["global_step"]["values"], nlohmann::json({0}));
+  EXPECT_EQ(json["global_step"]["values"], nlohmann::json::array({0}));
 }
 
 }  // namespace

@@ -318,8 +318,17 @@ class GrpcRemoteWorker : public WorkerInterface {
   // not serve it, or it carries feeds (which the stream's message would
   // copy).
   bool OnStream(const proto::RunGraphRequest& request) const {
-    return UseRunGraphStream() && !run_graph_stream_.unimplemented &&
+    return UseRunGraphStream() && !RunGraphStreamUnimplemented() &&
            request.feed_size() == 0;
+  }
+
+  // A slot's `unimplemented` flag is atomic and read without stream_mu_, which
+  // guards the rest of the slot.
+  bool RunGraphStreamUnimplemented() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return run_graph_stream_.unimplemented.load();
+  }
+  bool PushStreamUnimplemented() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return push_stream_.unimplemented.load();
   }
 
   // Sends a call on `slot`'s stream to this task, opening one if there is
@@ -438,7 +447,7 @@ class GrpcRemoteWorker : public WorkerInterface {
     state->request = request;
     state->done = std::move(done);
     state->keepalive = keepalive;
-    if (whole && UsePushStream() && !push_stream_.unimplemented) {
+    if (whole && UsePushStream() && !PushStreamUnimplemented()) {
       CallOnStream(
           &push_stream_, request, &state->response,
           [state](const absl::Status& s) { state->done(s, state->response); },

@@ -344,7 +344,9 @@ class PushTask {
   // Waits until `n` pushes are held.
   bool WaitForHeld(size_t n) {
     absl::MutexLock lock(&mu_);
-    auto enough = [&] { return held_.size() >= n; };
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return held_.size() >= n;
+    };
     return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(30));
   }
   // Answers every held push, last first, each with `text(step)` in its
