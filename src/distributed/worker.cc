@@ -144,10 +144,12 @@ void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
         s, absl::StrCat("registering a graph on task ", env_.task_name)));
     return;
   }
+  std::vector<std::shared_ptr<Step>> replaced;
   {
     absl::MutexLock lock(&mu_);
     if (!request->master_task().empty()) {
-      s = AdmitMaster(request->master_task(), request->master_incarnation());
+      s = AdmitMaster(request->master_task(), request->master_incarnation(),
+                      &replaced);
     }
     if (s.ok() && graphs_.size() >= kMaxRegisteredGraphs) {
       s = absl::ResourceExhaustedError(absl::StrCat(
@@ -164,6 +166,14 @@ void Worker::RegisterGraphAsync(const proto::RegisterGraphRequest* request,
                                   request->master_incarnation()});
       response->set_graph_handle(handle);
     }
+  }
+  for (const auto& step : replaced) {
+    const absl::Status aborted = absl::AbortedError(absl::StrCat(
+        "a step of an earlier process of task ", request->master_task(),
+        " on task ", env_.task_name, ": process ",
+        request->master_incarnation(), " of that task replaced it"));
+    step->rendezvous->StartAbort(aborted);
+    step->cancellation.StartCancel();
   }
   if (!s.ok()) {
     done(s);
@@ -243,13 +253,14 @@ void Worker::RunGraphImpl(
     return;
   }
   std::shared_ptr<Executor> executor;
-  std::string master_task;
+  std::string master_task, master_incarnation;
   {
     absl::MutexLock lock(&mu_);
     auto it = graphs_.find(request.graph_handle());
     if (it != graphs_.end()) {
       executor = it->second.executor;
       master_task = it->second.master_task;
+      master_incarnation = it->second.master_incarnation;
     }
   }
   if (executor == nullptr) {
@@ -274,7 +285,8 @@ void Worker::RunGraphImpl(
   }
   absl::Status status;
   std::shared_ptr<Step> step =
-      FindOrCreateStep(step_id, /*pushed=*/nullptr, &status, master_task);
+      FindOrCreateStep(step_id, /*pushed=*/nullptr, &status, master_task,
+                       master_incarnation);
   if (step == nullptr) {
     done(status, {});
     return;
@@ -379,12 +391,20 @@ void Worker::AbortAllSteps(const absl::Status& status) {
   }
 }
 
-absl::Status Worker::AdmitMaster(const std::string& master_task,
-                                 const std::string& incarnation) {
+absl::Status Worker::AdmitMaster(
+    const std::string& master_task, const std::string& incarnation,
+    std::vector<std::shared_ptr<Step>>* replaced) {
   auto [latest, first] =
       master_processes_.try_emplace(master_task, incarnation);
   if (first || latest->second == incarnation) return absl::OkStatus();
   latest->second = incarnation;
+  for (const auto& [id, step] : steps_) {
+    if (step->master_task == master_task &&
+        !step->master_incarnation.empty() &&
+        step->master_incarnation != incarnation) {
+      replaced->push_back(step);
+    }
+  }
   int dropped = 0;
   for (auto it = graphs_.begin(); it != graphs_.end();) {
     if (it->second.master_task == master_task &&
@@ -480,15 +500,16 @@ void Worker::ExpireUnclaimedSteps() {
 
 std::shared_ptr<Worker::Step> Worker::FindOrCreateStep(
     int64_t step_id, PushedTensor* pushed, absl::Status* status,
-    const std::string& master_task) {
+    const std::string& master_task, const std::string& master_incarnation) {
   // What was pushed is kept (under the lock, with the lookup) only for the
   // log line of a step that never runs here.
-  auto record = [this, pushed, &master_task,
+  auto record = [this, pushed, &master_task, &master_incarnation,
                  step_id](Step* step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (pushed == nullptr) {
       if (!step->claimed) ReleaseBudgetLocked(step);
       step->claimed = true;
       step->master_task = master_task;
+      step->master_incarnation = master_incarnation;
       return absl::OkStatus();
     }
     if (!step->claimed && !pushed->peer.empty()) {

@@ -136,9 +136,11 @@ class Worker : public WorkerInterface {
     int64_t pushed_tensors = 0;
     int64_t pushed_bytes = 0;
     absl::flat_hash_set<std::string> senders;
-    // The task whose master runs the step (from the RunGraph's registered
-    // graph; empty until a RunGraph claims the step, or when unknown).
+    // The task whose master runs the step, and that master's process (from
+    // the RunGraph's registered graph; empty until a RunGraph claims the
+    // step, or when unknown).
     std::string master_task;
+    std::string master_incarnation;
   };
 
   // Runs a registered graph for a step; `done` gets the status and the
@@ -167,7 +169,8 @@ class Worker : public WorkerInterface {
   // already finished on this task.
   std::shared_ptr<Step> FindOrCreateStep(
       int64_t step_id, PushedTensor* pushed, absl::Status* status,
-      const std::string& master_task = std::string());
+      const std::string& master_task = std::string(),
+      const std::string& master_incarnation = std::string());
   // Drops the steps whose pushed tensors have waited past
   // unclaimed_step_timeout; runs on expiry_thread_ until the worker goes.
   void ExpireUnclaimedSteps();
@@ -184,10 +187,14 @@ class Worker : public WorkerInterface {
   // `master_task`. Incarnations are compared for equality only: a process
   // other than the one seen last replaces it, and the graphs of the one
   // before are dropped (a restarted chief re-registers; its old process
-  // fails with ABORTED if it still runs). No order is trusted: a clock set
+  // fails with ABORTED if it still runs). Its steps still running here go
+  // into `*replaced`, for the caller to abort once the lock is released: a
+  // dead chief's step waiting on an accumulator would otherwise take the
+  // gradients meant for its replacement. No order is trusted: a clock set
   // back or a made-up incarnation cannot lock a task's newest process out.
   absl::Status AdmitMaster(const std::string& master_task,
-                           const std::string& incarnation)
+                           const std::string& incarnation,
+                           std::vector<std::shared_ptr<Step>>* replaced)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const WorkerEnv env_;

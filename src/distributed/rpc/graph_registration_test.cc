@@ -9,6 +9,7 @@
 
 #include "distflow/distflow.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "distributed/master.h"
 #include "distributed/rpc/test_cluster.h"
@@ -145,6 +146,41 @@ TEST_F(GraphRegistrationTest, NoIncarnationLocksAMasterOut) {
   const std::string back = Register(worker, Partition(kMasterTask, "aaaa"));
   EXPECT_EQ(worker->NumGraphs(), 1);
   EXPECT_EQ(RunGraph(worker, back, worker->incarnation()), absl::OkStatus());
+}
+
+// A step of a master's earlier process still waiting on this task (a dead
+// chief's dequeue or gradient take) is aborted when a new process of that
+// task registers: it would otherwise take what is meant for the new one.
+TEST_F(GraphRegistrationTest, StepsOfAReplacedProcessAreAborted) {
+  Worker* worker = ps();
+  Scope s = Scope::NewRootScope();
+  Output queue = ops::FIFOQueue(s.WithOpName("q"), DataType::kFloat, {},
+                                /*shared_name=*/"shared_q");
+  ops::QueueDequeue(s.WithOpName("take"), queue);
+  proto::RegisterGraphRequest waits = Partition(kMasterTask, "aaaa");
+  ASSERT_TRUE(s.ToGraphDef(waits.mutable_graph()).ok());
+  const std::string handle = Register(worker, waits);
+
+  proto::RunGraphRequest request;
+  request.set_graph_handle(handle);
+  request.set_incarnation(worker->incarnation());
+  request.set_step_id(77);
+  proto::RunGraphResponse response;
+  absl::Notification finished;
+  absl::Status step_status;
+  worker->RunGraphAsync(&request, &response, [&](const absl::Status& st) {
+    step_status = st;
+    finished.Notify();
+  });
+  EXPECT_FALSE(finished.WaitForNotificationWithTimeout(absl::Milliseconds(200)))
+      << "the dequeue did not wait: " << step_status;
+
+  Register(worker, Partition(kMasterTask, "cccc"));
+  ASSERT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(10)))
+      << "the replaced process's step still waits";
+  EXPECT_TRUE(absl::IsCancelled(step_status) || absl::IsAborted(step_status))
+      << step_status;
+  EXPECT_THAT(step_status.message(), HasSubstr("/job:ps/replica:0/task:0"));
 }
 
 // A task keeps a bounded number of graphs: one more than that is refused with
