@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sanitizer_build.sh
 configure_sanitizer_build
-cmake --build "$SANITIZER_BUILD" -j "$(nproc)"
+cmake --build "$SANITIZER_BUILD" --target unit_tests -j "$(nproc)"
 # Leaks are reported (detect_leaks; scripts/lsan.supp names the libraries' own); a UBSan finding fails
 # the test (-fno-sanitize-recover).
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
