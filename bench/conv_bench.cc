@@ -38,7 +38,8 @@ double ProcessCpuMs() {
 df::Tensor Random(const df::TensorShape& shape, unsigned seed) {
   df::Tensor t(df::DataType::kFloat, shape);
   srand(seed);
-  for (float& v : t.flat<float>()) v = static_cast<float>(rand()) / static_cast<float>(RAND_MAX);
+  for (float& v : t.flat<float>())
+    v = static_cast<float>(rand()) / static_cast<float>(RAND_MAX);
   return t;
 }
 

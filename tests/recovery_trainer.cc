@@ -172,11 +172,11 @@ int main(int argc, char** argv) {
       s.WithOpName("loss"), df::ops::Square(s, df::ops::Sub(s, pred, y)), 0);
   df::train::GradientDescentOptimizer sgd(0.05f);
   const int num_workers = task->cluster.num_tasks("worker");
-  df::train::SyncReplicasOptimizer sync(
-      &sgd,
-      flags->replicas_to_aggregate > 0 ? flags->replicas_to_aggregate
-                                       : num_workers,
-      num_workers);
+  df::train::SyncReplicasOptimizer sync(&sgd,
+                                        flags->replicas_to_aggregate > 0
+                                            ? flags->replicas_to_aggregate
+                                            : num_workers,
+                                        num_workers);
   auto train_op = flags->issync ? sync.Minimize(s, loss, global_step)
                                 : sgd.Minimize(s, loss, global_step);
   if (!train_op.ok()) return Fail(train_op.status());

@@ -1,4 +1,3 @@
-#include "base/clock.h"
 #include "base/thread_pool.h"
 
 #include <sched.h>
@@ -12,12 +11,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/clock.h"
 
 #define EIGEN_USE_THREADS
+#include "base/denormal.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 #include "unsupported/Eigen/CXX11/ThreadPool"
-
-#include "base/denormal.h"
 
 namespace distflow {
 namespace {
@@ -99,9 +98,9 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   const int threads = std::min(NumThreads(), HardwareThreads());
   const double cycles =
       static_cast<double>(n) * std::max<int64_t>(cost_per_unit, 1);
-  const int64_t parts = std::min<int64_t>(
-      {n, static_cast<int64_t>(cycles / kMinCyclesPerPart),
-       kPartsPerThread * threads});
+  const int64_t parts =
+      std::min<int64_t>({n, static_cast<int64_t>(cycles / kMinCyclesPerPart),
+                         kPartsPerThread * threads});
   if (threads <= 1 || parts <= 1) {
     fn(0, n);
     return;
@@ -160,7 +159,8 @@ int64_t ThreadPool::HandToLingering(const std::shared_ptr<PartsJob>& job,
 void ThreadPool::Linger(int index) {
   LingerSlot& slot = linger_slots_[index];
   slot.state.store(LingerSlot::kLingering);
-  SteadyTime until = SteadyAfter(SteadyNow(), absl::Microseconds(kLingerMicros));
+  SteadyTime until =
+      SteadyAfter(SteadyNow(), absl::Microseconds(kLingerMicros));
   for (;;) {
     int state = slot.state.load(std::memory_order_acquire);
     if (state == LingerSlot::kHanded) {

@@ -10,8 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "base/aligned_memory.h"
 #include "base/logging.h"
-#include "base/status_macros.h"
 #include "base/shared_arena.h"
+#include "base/status_macros.h"
 #include "core/type_dispatch.h"
 
 namespace distflow {
@@ -174,17 +174,17 @@ std::shared_ptr<AlignedBuffer> NewBuffer(DataType dtype,
 absl::StatusOr<size_t> TensorByteSize(DataType dtype,
                                       const TensorShape& shape) {
   if (!DataTypeIsValid(dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid dtype ", static_cast<int>(dtype), " for a tensor of shape ",
-        shape.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid dtype ", static_cast<int>(dtype),
+                     " for a tensor of shape ", shape.DebugString()));
   }
   const size_t element = ElementSize(dtype);
   const uint64_t n = static_cast<uint64_t>(shape.num_elements());
   if (element != 0 && n > kMaxTensorBytes / element) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "a tensor of ", DataTypeName(dtype), shape.DebugString(),
-        " would need more than the ", kMaxTensorBytes >> 30,
-        " GiB one tensor may have"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a tensor of ", DataTypeName(dtype), shape.DebugString(),
+                     " would need more than the ", kMaxTensorBytes >> 30,
+                     " GiB one tensor may have"));
   }
   return element * n;
 }

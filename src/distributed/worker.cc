@@ -284,9 +284,8 @@ void Worker::RunGraphImpl(
     return;
   }
   absl::Status status;
-  std::shared_ptr<Step> step =
-      FindOrCreateStep(step_id, /*pushed=*/nullptr, &status, master_task,
-                       master_incarnation);
+  std::shared_ptr<Step> step = FindOrCreateStep(
+      step_id, /*pushed=*/nullptr, &status, master_task, master_incarnation);
   if (step == nullptr) {
     done(status, {});
     return;
@@ -391,16 +390,15 @@ void Worker::AbortAllSteps(const absl::Status& status) {
   }
 }
 
-absl::Status Worker::AdmitMaster(
-    const std::string& master_task, const std::string& incarnation,
-    std::vector<std::shared_ptr<Step>>* replaced) {
+absl::Status Worker::AdmitMaster(const std::string& master_task,
+                                 const std::string& incarnation,
+                                 std::vector<std::shared_ptr<Step>>* replaced) {
   auto [latest, first] =
       master_processes_.try_emplace(master_task, incarnation);
   if (first || latest->second == incarnation) return absl::OkStatus();
   latest->second = incarnation;
   for (const auto& [id, step] : steps_) {
-    if (step->master_task == master_task &&
-        !step->master_incarnation.empty() &&
+    if (step->master_task == master_task && !step->master_incarnation.empty() &&
         step->master_incarnation != incarnation) {
       replaced->push_back(step);
     }

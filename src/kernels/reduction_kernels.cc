@@ -227,29 +227,28 @@ class ReductionOp : public OpKernel {
     auto shape = TensorShape::FromDims(dims);
     DF_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = ctx->allocate_output(0, in.dtype(), *shape);
-    DF_OP_REQUIRES_OK(ctx, VisitNumericType(in.dtype(), [&](auto tag) {
-                        using T = typename decltype(tag)::type;
-                        T* o = out->data<T>();
-                        if (empty) {
-                          // Each output element reduces nothing.
-                          Reduce3D<R, T>(nullptr, out->NumElements(), 0, 1, o,
-                                         ctx->intra_op_pool());
-                        } else {
-                          ReduceAxes<R, T>(in, *reduce, o,
-                                           ctx->intra_op_pool());
-                        }
-                        if constexpr (kMean) {
-                          // Integer means of nothing stay 0 rather than trap.
-                          if (std::is_floating_point_v<T> || count != 0) {
-                            const int64_t n = out->NumElements();
-                            for (int64_t i = 0; i < n; ++i) {
-                              o[i] =
-                                  static_cast<T>(o[i] / static_cast<T>(count));
-                            }
-                          }
-                        }
-                        return absl::OkStatus();
-                      }));
+    DF_OP_REQUIRES_OK(
+        ctx, VisitNumericType(in.dtype(), [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          T* o = out->data<T>();
+          if (empty) {
+            // Each output element reduces nothing.
+            Reduce3D<R, T>(nullptr, out->NumElements(), 0, 1, o,
+                           ctx->intra_op_pool());
+          } else {
+            ReduceAxes<R, T>(in, *reduce, o, ctx->intra_op_pool());
+          }
+          if constexpr (kMean) {
+            // Integer means of nothing stay 0 rather than trap.
+            if (std::is_floating_point_v<T> || count != 0) {
+              const int64_t n = out->NumElements();
+              for (int64_t i = 0; i < n; ++i) {
+                o[i] = static_cast<T>(o[i] / static_cast<T>(count));
+              }
+            }
+          }
+          return absl::OkStatus();
+        }));
   }
 
  private:

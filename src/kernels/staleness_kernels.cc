@@ -43,7 +43,7 @@ class StalenessBarrier : public ResourceBase {
     Wakeups wakeups;
     absl::MutexLock lock(&mu_);
     const int64_t step = ++steps_[worker];
-    retired_[worker] = false;   // a worker that comes back takes part again
+    retired_[worker] = false;  // a worker that comes back takes part again
     waiters_.AssertHeld();
     waiters_.Notify(&wakeups);  // this worker may have been the slowest
     auto serve = [this, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

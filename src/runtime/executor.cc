@@ -369,10 +369,9 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
   // variables that the workers wait for come before the constants of the
   // updates (docs/benchmarks.md, "A caller that polls for its step's
   // answer").
-  std::stable_partition(executor->roots_.begin(), executor->roots_.end(),
-                        [&executor](int id) {
-                          return executor->items_[id].leads_to_send;
-                        });
+  std::stable_partition(
+      executor->roots_.begin(), executor->roots_.end(),
+      [&executor](int id) { return executor->items_[id].leads_to_send; });
   return executor;
 }
 

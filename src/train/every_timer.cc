@@ -25,7 +25,8 @@ std::optional<std::pair<int64_t, absl::Duration>> EveryTimer::Fire(
     int64_t step) {
   const SteadyTime now = SteadyNow();
   std::optional<std::pair<int64_t, absl::Duration>> since;
-  if (last_.has_value()) since.emplace(step - last_->step, absl::FromChrono(now - last_->time));
+  if (last_.has_value())
+    since.emplace(step - last_->step, absl::FromChrono(now - last_->time));
   last_ = Mark{step, now};
   return since;
 }

@@ -184,8 +184,8 @@ TEST(MonitoredSessionClusterTest, SynchronousTrainingRecoversWhenAPsRestarts) {
   auto cluster = TestCluster::Create({{"ps", 2}, {"worker", 1}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   Scope root = Scope::NewRootScope();
-  Scope s = root.WithDeviceFunction(
-      ReplicaDeviceSetter(2, "/job:worker/task:0", ReplicaDeviceSetterOptions()));
+  Scope s = root.WithDeviceFunction(ReplicaDeviceSetter(
+      2, "/job:worker/task:0", ReplicaDeviceSetterOptions()));
   ops::Variable global_step = GetOrCreateGlobalStep(s);
   ops::Variable w(s.WithOpName("w"), 1.0f);
   Output loss = ops::Square(s.WithOpName("loss"), w);
@@ -194,8 +194,8 @@ TEST(MonitoredSessionClusterTest, SynchronousTrainingRecoversWhenAPsRestarts) {
   auto train = sync.Minimize(s, loss, global_step);
   ASSERT_TRUE(train.ok()) << train.status();
   Output step_after = ops::AssignAdd(
-      s.WithOpName("step_after").WithControlDependencies({*train}),
-      global_step, int64_t{0});
+      s.WithOpName("step_after").WithControlDependencies({*train}), global_step,
+      int64_t{0});
   auto options = OptionsFor(cluster->get(), 0);
   options.hooks.push_back(StopAtStepHook::Create(12));
   options.hooks.push_back(sync.MakeSessionRunHook(/*is_chief=*/true));

@@ -141,11 +141,10 @@ TEST(MonitoredSessionTest, HooksAreCalledInOrderAndTheirFetchesRunInTheStep) {
   ASSERT_TRUE((*session)->Close().ok());
   EXPECT_THAT(hook->values_seen, ElementsAre(8.0f, 8.0f, 8.0f));
   EXPECT_EQ(hook->seen_fetches, 1u);
-  EXPECT_THAT(
-      hook->calls,
-      ElementsAre("Begin", "AfterCreateSession", "BeforeRun", "AfterRun",
-                  "BeforeRun", "AfterRun", "BeforeRun", "AfterRun", "End",
-                  "BeforeCloseSession"));
+  EXPECT_THAT(hook->calls,
+              ElementsAre("Begin", "AfterCreateSession", "BeforeRun",
+                          "AfterRun", "BeforeRun", "AfterRun", "BeforeRun",
+                          "AfterRun", "End", "BeforeCloseSession"));
   // Closing twice is harmless and calls End once.
   EXPECT_TRUE((*session)->Close().ok());
   EXPECT_EQ(hook->calls.size(), 10u);

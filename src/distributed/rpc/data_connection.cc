@@ -79,8 +79,8 @@ absl::Status WaitFor(int fd, short events, absl::Duration timeout,
       return absl::UnavailableError(std::strerror(errno));
     }
     if (SteadyNow() >= until) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "no answer within ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("no answer within ", absl::FormatDuration(timeout)));
     }
   }
 }
@@ -240,7 +240,7 @@ struct DataConnection::Core {
 };
 
 absl::Status DataConnection::Core::WriteFrame(int fd, Queued* push,
-                                             bool dont_wait) {
+                                              bool dont_wait) {
   const size_t head = push->head.size();
   const size_t total = push->size();
   // The tensor's bytes from where they lie (several places for a gathered
@@ -299,10 +299,11 @@ absl::StatusOr<int> DataConnection::Core::Connect(uint32_t stripe) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   const std::string port_name = std::to_string(port);
-  const int resolved = getaddrinfo(host.c_str(), port_name.c_str(), &hints, &found);
+  const int resolved =
+      getaddrinfo(host.c_str(), port_name.c_str(), &hints, &found);
   if (resolved != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ",
-                                               gai_strerror(resolved)));
+    return absl::UnavailableError(
+        absl::StrCat("cannot resolve ", host, ": ", gai_strerror(resolved)));
   }
   absl::Status last = absl::UnavailableError("no address");
   int fd = -1;
@@ -375,9 +376,9 @@ std::vector<int> DataConnection::Core::ConnectStripes() {
 absl::Status DataConnection::Core::Failed(const std::string& what,
                                           const absl::Status& reason) const {
   if (absl::IsCancelled(reason)) {
-    return absl::CancelledError(absl::StrCat(
-        what, " to task ", task, " at ", address,
-        " was cancelled: this task's RPC layer is shutting down"));
+    return absl::CancelledError(
+        absl::StrCat(what, " to task ", task, " at ", address,
+                     " was cancelled: this task's RPC layer is shutting down"));
   }
   return absl::UnavailableError(absl::StrCat(
       what, " to task ", task, " at ", address,
@@ -509,11 +510,9 @@ bool DataConnection::Offer(const proto::PushTensorHeader& header,
     waiting.what = absl::StrCat("push of '", header.key(), "'");
     waiting.deadline = DeadlineAfter(deadline);
     waiting.pinned = std::move(pinned);
-    waiting.done = [done = std::move(done)](const absl::Status& s,
-                                            const proto::DataAnswer& answer,
-                                            const std::string&) {
-      done(s, answer.push());
-    };
+    waiting.done = [done = std::move(done)](
+                       const absl::Status& s, const proto::DataAnswer& answer,
+                       const std::string&) { done(s, answer.push()); };
     return waiting;
   });
 }
@@ -771,18 +770,18 @@ void DataConnection::ReadLoop(std::shared_ptr<Core> core) {
         } else {
           const int64_t left = absl::ToInt64Milliseconds(
               absl::FromChrono(it->second.deadline - now));
-          timeout_ms = std::min(timeout_ms, left < timeout_ms ? left + 1
-                                                              : timeout_ms);
+          timeout_ms =
+              std::min(timeout_ms, left < timeout_ms ? left + 1 : timeout_ms);
           ++it;
         }
       }
     }
     if (unanswered_ping) {
       // (Fails the calls still waiting; the expired ones below.)
-      core->Fail(absl::UnavailableError(absl::StrCat(
-          "the task answered no keepalive ping within ",
-          absl::FormatDuration(kPingTimeout),
-          ": it is stopped or hung, or its host is unreachable")));
+      core->Fail(absl::UnavailableError(
+          absl::StrCat("the task answered no keepalive ping within ",
+                       absl::FormatDuration(kPingTimeout),
+                       ": it is stopped or hung, or its host is unreachable")));
     }
     const proto::DataAnswer none;
     for (Waiting& w : expired) {

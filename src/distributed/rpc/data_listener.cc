@@ -111,8 +111,8 @@ struct DataListener::Connection {
   // The RunGraph calls running, by call id, and whether the connection has
   // ended (then the calls still running were abandoned).
   absl::Mutex calls_mu;
-  absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>>
-      running ABSL_GUARDED_BY(calls_mu);
+  absl::flat_hash_map<uint64_t, std::shared_ptr<proto::RunGraphRequest>> running
+      ABSL_GUARDED_BY(calls_mu);
   bool ended ABSL_GUARDED_BY(calls_mu) = false;
   // Until when (SteadyNanos) a reader polls for the next frame (see
   // kNextStepPoll and kNextPushPoll).
@@ -231,8 +231,7 @@ absl::StatusOr<std::unique_ptr<DataListener>> DataListener::Create(
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  const int resolved =
-      getaddrinfo(BareHost(host).c_str(), "0", &hints, &found);
+  const int resolved = getaddrinfo(BareHost(host).c_str(), "0", &hints, &found);
   if (resolved != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen for data connections on ", host, ": ",
@@ -403,7 +402,8 @@ void DataListener::AcceptLoop() {
                           << std::strerror(errno) << "; retrying";
           accept_failing_ = true;
         }
-        mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(100));
+        mu_.AwaitWithTimeout(absl::Condition(&closed_),
+                             absl::Milliseconds(100));
       }
       continue;
     }
@@ -799,9 +799,9 @@ void DataListener::ServeRunGraph(const std::shared_ptr<Connection>& connection,
           running_calls->fetch_sub(1, std::memory_order_relaxed);
           if (connection->ended) return;  // nobody to answer
         }
-        connection->Answer(id, status, nullptr,
-                           status.ok() ? response->SerializeAsString()
-                                       : std::string());
+        connection->Answer(
+            id, status, nullptr,
+            status.ok() ? response->SerializeAsString() : std::string());
         connection->PollForNextFrame(kNextStepPoll);
       });
 }
@@ -816,8 +816,7 @@ DataListener* LazyDataListener::Get() {
       listener_ = *std::move(listener);
     } else {
       failed_at_ = SteadyNow();
-      DF_LOG(Warning) << "task " << task_ << ": "
-                      << listener.status().message()
+      DF_LOG(Warning) << "task " << task_ << ": " << listener.status().message()
                       << "; calls will come over gRPC (trying again in a "
                          "minute)";
     }

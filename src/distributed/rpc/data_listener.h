@@ -159,8 +159,8 @@ class DataListener {
   // Starts a thread that reads `connection` for its `turn` (0: the first,
   // which takes the hello); false, having ended the connection, when no
   // thread can be started.
-  bool StartReader(const std::shared_ptr<Connection>& connection,
-                   uint64_t turn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool StartReader(const std::shared_ptr<Connection>& connection, uint64_t turn)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Joins the readers that ended, and lets go of connections without any.
   void ReapReaders() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Serve(const std::shared_ptr<Connection>& connection);

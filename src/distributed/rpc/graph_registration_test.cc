@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "distflow/distflow.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "distflow/distflow.h"
 #include "distributed/master.h"
 #include "distributed/rpc/test_cluster.h"
 #include "distributed/worker.h"
@@ -25,7 +25,6 @@ using ::testing::HasSubstr;
 
 constexpr char kMasterTask[] = "/job:worker/replica:0/task:0";
 constexpr char kOtherMasterTask[] = "/job:worker/replica:0/task:1";
-
 
 // A partition of one constant, as a master registers it.
 proto::RegisterGraphRequest Partition(const std::string& master_task,
@@ -52,7 +51,8 @@ absl::StatusOr<std::string> TryRegister(
   return response.graph_handle();
 }
 
-std::string Register(Worker* worker, const proto::RegisterGraphRequest& request) {
+std::string Register(Worker* worker,
+                     const proto::RegisterGraphRequest& request) {
   auto handle = TryRegister(worker, request);
   EXPECT_TRUE(handle.ok()) << handle.status();
   return handle.value_or("");
@@ -195,7 +195,8 @@ TEST_F(GraphRegistrationTest, RegisteredGraphsAreBounded) {
   auto refused = TryRegister(worker, Partition(kMasterTask, "aaaa"));
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
-  EXPECT_THAT(refused.status().message(), HasSubstr("/job:ps/replica:0/task:0"));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("/job:ps/replica:0/task:0"));
   EXPECT_THAT(refused.status().message(), HasSubstr(kMasterTask));
   ASSERT_TRUE(Deregister(worker, last).ok());
   EXPECT_TRUE(TryRegister(worker, Partition(kMasterTask, "aaaa")).ok());
@@ -222,7 +223,8 @@ TEST_F(GraphRegistrationTest, GraphOfAnEarlierProcessOfTheTaskIsRefused) {
   absl::Status s = RunGraph(worker, handle, worker->incarnation() + 1);
   EXPECT_TRUE(absl::IsAborted(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("/job:ps/replica:0/task:0"));
-  EXPECT_THAT(s.message(), HasSubstr("restarted since its graph was registered"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("restarted since its graph was registered"));
   EXPECT_THAT(s.message(), HasSubstr("must be registered again"));
   // The graph itself is still there for the current incarnation.
   EXPECT_EQ(RunGraph(worker, handle, worker->incarnation()), absl::OkStatus());

@@ -175,12 +175,11 @@ class GrpcRemoteWorker : public WorkerInterface {
     proto::RunGraphResponse response;
     if (request->feed_size() == 0) {
       if (std::shared_ptr<DataConnection> data = ReadyDataConnection()) {
-        std::optional<absl::Status> s =
-            WaitForAnswer([&](StatusCallback done) {
-              return data->RunGraph(*request, &response,
-                                    absl::Milliseconds(deadlines_.step_ms),
-                                    std::move(done));
-            });
+        std::optional<absl::Status> s = WaitForAnswer([&](StatusCallback done) {
+          return data->RunGraph(*request, &response,
+                                absl::Milliseconds(deadlines_.step_ms),
+                                std::move(done));
+        });
         if (s.has_value()) {
           if (!s->ok()) return *s;
           return DecodeRunGraphFetches(response, request->num_fetches(),

@@ -174,8 +174,8 @@ class GrpcSession : public Session {
       mu_.AwaitWithTimeout(absl::Condition(&closed_), wait);
       if (closed_) return;
       grpc::ClientContext ctx;
-      SetDeadline(&ctx, std::max<int64_t>(
-                            1, absl::ToInt64Milliseconds(interval / 2)));
+      SetDeadline(
+          &ctx, std::max<int64_t>(1, absl::ToInt64Milliseconds(interval / 2)));
       keep_alive_call_ = &ctx;
       mu_.Unlock();
       proto::KeepSessionResponse response;

@@ -25,9 +25,9 @@ inline gpr_timespec DeadlineAfterMs(int64_t ms) {
 }
 // The same instant as `at` of the steady clock, for gRPC (an alarm's time).
 inline gpr_timespec GrpcTime(SteadyTime at) {
-  const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         at - SteadyNow())
-                         .count();
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(at - SteadyNow())
+          .count();
   return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                       gpr_time_from_nanos(ns > 0 ? ns : 0, GPR_TIMESPAN));
 }

@@ -518,9 +518,9 @@ TEST(DataPortTest, AnUnreachableDataPortLeavesPushesOnGrpc) {
   task.OfferDataPort((*reserved)->port());
   PushPaths between_hosts;
   between_hosts.same_host = false;
-  auto to_task = NewGrpcRemoteWorker(NewChannel(task.address()), kPs,
-                                     task.address(), RpcDeadlines(),
-                                     between_hosts);
+  auto to_task =
+      NewGrpcRemoteWorker(NewChannel(task.address()), kPs, task.address(),
+                          RpcDeadlines(), between_hosts);
   for (int step = 0; step < 5; ++step) {
     auto outcome = std::make_shared<Outcome>();
     Tensor value(DataType::kFloat, TensorShape({int64_t{1} << 18}));  // 1 MiB

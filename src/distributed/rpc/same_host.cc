@@ -251,9 +251,9 @@ absl::StatusOr<Tensor> MapOfferedTensor(int64_t pid, int arena_fd,
     const uint32_t block = static_cast<uint32_t>(r.block);
     DF_ASSIGN_OR_RETURN(const char* data,
                         arena->Hold(block, r.arena_offset, r.where.length));
-    parts[i] = Tensor(dtype, TensorShape({n}),
-                      std::make_shared<HeldBlock>(arena, block, data,
-                                                  r.where.length));
+    parts[i] =
+        Tensor(dtype, TensorShape({n}),
+               std::make_shared<HeldBlock>(arena, block, data, r.where.length));
   }
   if (!copied.empty()) {
     DF_ASSIGN_OR_RETURN(
