@@ -576,8 +576,8 @@ class GrpcRemoteWorker : public WorkerInterface {
       }
       ended = TakeEndedConnection();
     }
-    if (offer.token() == refused_token_ &&
-        SteadySince(refused_at_) < kDataConnectionRetry) {
+    if (offer.token() == refused_token_ && refused_at_.has_value() &&
+        SteadySince(*refused_at_) < kDataConnectionRetry) {
       return;
     }
     data_token_ = offer.token();
@@ -691,7 +691,8 @@ class GrpcRemoteWorker : public WorkerInterface {
   std::shared_ptr<DataConnection> data_ ABSL_GUARDED_BY(data_mu_);
   uint64_t data_token_ ABSL_GUARDED_BY(data_mu_) = 0;
   uint64_t refused_token_ ABSL_GUARDED_BY(data_mu_) = 0;
-  SteadyTime refused_at_ ABSL_GUARDED_BY(data_mu_) = SteadyTime::min();
+  // When the task last refused a data connection (none yet: nullopt).
+  std::optional<SteadyTime> refused_at_ ABSL_GUARDED_BY(data_mu_);
   bool data_closed_ ABSL_GUARDED_BY(data_mu_) = false;
   // The streams that RunGraph and PushTensor calls to this task go on
   // (stream_mu_ guards each slot but its atomic `unimplemented`).
