@@ -14,25 +14,13 @@
 #include <string>
 
 #include "distributed/rpc/tensor_stream.h"
+#include "fuzz/fuzz_input.h"
 #include "proto/master.pb.h"
 
 namespace {
 
-struct Input {
-  const uint8_t* data;
-  size_t size;
-  bool Take(void* out, size_t n) {
-    if (size < n) return false;
-    std::memcpy(out, data, n);
-    data += n;
-    size -= n;
-    return true;
-  }
-};
-
-int64_t Dim(uint8_t code) {
-  return code < 128 ? code : int64_t{1} << (code % 63);
-}
+using ::distflow::fuzz::Dim;
+using ::distflow::fuzz::Input;
 
 }  // namespace
 

@@ -16,28 +16,15 @@
 
 #include "distributed/push_budget.h"
 #include "distributed/rpc/tensor_wire.h"
+#include "fuzz/fuzz_input.h"
 #include "proto/worker.pb.h"
 
 namespace {
 
 using namespace distflow;  // NOLINT
 
-struct Input {
-  const uint8_t* data;
-  size_t size;
-  bool Take(void* out, size_t n) {
-    if (size < n) return false;
-    std::memcpy(out, data, n);
-    data += n;
-    size -= n;
-    return true;
-  }
-};
-
-int64_t Dim(uint8_t code) {
-  // Small sizes, and powers of two up to 2^63 (wrapping products).
-  return code < 128 ? code : int64_t{1} << (code % 63);
-}
+using ::distflow::fuzz::Dim;
+using ::distflow::fuzz::Input;
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "base/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "train/checkpoint_test_util.h"
 
 namespace distflow {
 namespace train {
@@ -22,12 +23,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string TestDir() {
-  std::string dir = ::testing::TempDir() + "distflow_ckpt_files_XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
 
 TEST(CheckpointFilesTest, Names) {
   EXPECT_EQ(ShardFileName("model.ckpt-7", 1, 3),

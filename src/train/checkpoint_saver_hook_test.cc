@@ -15,18 +15,13 @@
 #include "distflow/train/saver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "train/checkpoint_test_util.h"
 
 namespace distflow {
 namespace train {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string TestDir() {
-  std::string dir = ::testing::TempDir() + "distflow_saver_hook_XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
 
 TEST(CheckpointSaverHookFaultTest, FullDiskSkipsOneSaveAndTrainingGoesOn) {
   Scope root = Scope::NewRootScope();

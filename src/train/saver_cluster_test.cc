@@ -11,6 +11,7 @@
 #include "distributed/rpc/test_cluster.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "train/checkpoint_test_util.h"
 
 namespace distflow {
 namespace train {
@@ -18,12 +19,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
-
-std::string TestDir() {
-  std::string dir = ::testing::TempDir() + "distflow_saver_cluster_XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
 
 // Four variables spread round-robin over `num_ps` ps tasks, in this order.
 struct Model {

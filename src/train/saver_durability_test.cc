@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
 #include "train/checkpoint_files.h"
+#include "train/checkpoint_test_util.h"
 
 namespace distflow {
 namespace train {
@@ -29,21 +30,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string TestDir() {
-  std::string dir = ::testing::TempDir() + "distflow_saver_durable_XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
-
-std::vector<std::string> Files(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 std::string Base(const std::string& path) {
   return std::filesystem::path(path).filename().string();

@@ -19,6 +19,7 @@
 #include "kernels/kernel_test_util.h"
 #include "nlohmann/json.hpp"
 #include "train/checkpoint_files.h"
+#include "train/checkpoint_test_util.h"
 
 namespace distflow {
 namespace train {
@@ -27,21 +28,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
-
-std::string TestDir() {
-  std::string dir = ::testing::TempDir() + "distflow_saver_XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
-}
-
-std::vector<std::string> Files(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 // A small model: a dense layer's kernel and bias, and the global step.
 struct Model {
