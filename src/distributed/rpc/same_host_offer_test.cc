@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "distributed/rpc/data_listener.h"
 #include "distributed/rpc/data_socket.h"
+#include "distributed/rpc/same_host_test_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -33,20 +34,6 @@ Tensor Ramp(int32_t n) {
   std::vector<int32_t> values(n);
   for (int32_t i = 0; i < n; ++i) values[i] = i * 3 + 1;
   return Tensor::Vector<int32_t>(values);
-}
-
-proto::PushTensorHeader Offer(const Tensor& value) {
-  proto::PushTensorHeader header;
-  header.set_step_id(1);
-  header.set_key("k");
-  header.set_dtype(proto::DT_INT32);
-  header.mutable_shape()->add_dim(value.NumElements());
-  header.set_total_bytes(static_cast<int64_t>(value.TotalBytes()));
-  header.mutable_same_host()->set_host_id(SameHostIdentity());
-  header.mutable_same_host()->set_pid(getpid());
-  header.mutable_same_host()->set_address(
-      reinterpret_cast<uint64_t>(value.raw_data()));
-  return header;
 }
 
 // Two ranges whose lengths add up to the tensor's bytes only modulo 2^64:

@@ -18,10 +18,11 @@
 #include "base/shared_arena.h"
 #include "base/thread_pool.h"
 #include "core/gathered_tensor.h"
-#include "kernels/variable.h"
+#include "distributed/rpc/same_host_test_util.h"
 #include "distributed/rpc/tensor_wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/variable.h"
 
 namespace distflow {
 namespace {
@@ -244,20 +245,6 @@ grpc::ByteBuffer Framed(const proto::PushTensorHeader& header) {
   framed += bytes;
   grpc::Slice slice(framed);
   return grpc::ByteBuffer(&slice, 1);
-}
-
-proto::PushTensorHeader Offer(const Tensor& value) {
-  proto::PushTensorHeader header;
-  header.set_step_id(1);
-  header.set_key("k");
-  header.set_dtype(proto::DT_INT32);
-  header.mutable_shape()->add_dim(value.NumElements());
-  header.set_total_bytes(static_cast<int64_t>(value.TotalBytes()));
-  header.mutable_same_host()->set_host_id(SameHostIdentity());
-  header.mutable_same_host()->set_pid(getpid());
-  header.mutable_same_host()->set_address(
-      reinterpret_cast<uint64_t>(value.raw_data()));
-  return header;
 }
 
 TEST(SameHostTest, OfferFromAnotherHostOrAnUnreadableSenderIsRefused) {
